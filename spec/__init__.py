@@ -1,0 +1,123 @@
+"""The contract of the GNS3 Copilot Chat API, as data, with the few loaders everyone shares.
+
+The files beside this module are the source of truth; this module only finds and loads them, so that the
+reference server, the conformance suite, the generators and the tests read the contract the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+SPEC_DIR = Path(__file__).resolve().parent
+OPENAPI_PATH = SPEC_DIR / "openapi.yaml"
+EVENTS_DIR = SPEC_DIR / "events"
+SCHEMAS_DIR = SPEC_DIR / "schemas"
+EXAMPLES_DIR = SPEC_DIR / "examples"
+DB_DIR = SPEC_DIR / "db"
+FAKE_LLM_DIR = SPEC_DIR / "fake-llm"
+REQUIREMENTS_PATH = SPEC_DIR / "requirements.yaml"
+BEHAVIOUR_PATH = SPEC_DIR / "behaviour.md"
+EVENT_UNION = EVENTS_DIR / "chat-stream-event.json"
+
+# The folders holding JSON Schema files, which reference one another by relative file path.
+SCHEMA_FOLDERS = (EVENTS_DIR, SCHEMAS_DIR, FAKE_LLM_DIR)
+
+
+def load_document(path: Path) -> Any:
+    """Parse one JSON or YAML file of the contract."""
+    text = path.read_text(encoding="utf-8")
+    return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+
+
+@cache
+def _openapi_raw() -> dict[str, Any]:
+    return load_document(OPENAPI_PATH)
+
+
+def default_prefix() -> str:
+    return _openapi_raw()["x-chat-path-prefix"]["default"]
+
+
+def load_openapi(prefix: str | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.2 document, its paths re-rooted under `prefix` (default: the contract's default).
+
+    `$ref`s to the JSON Schema files are left as they are: resolve them against OPENAPI_PATH.
+    """
+    document = copy.deepcopy(_openapi_raw())
+    default = default_prefix()
+    prefix = default if prefix is None else prefix.rstrip("/")
+    if "{project_id}" not in prefix:
+        raise ValueError(f"chat path prefix {prefix!r} must contain the {{project_id}} parameter")
+    if prefix != default:
+        document["paths"] = {prefix + path.removeprefix(default): item for path, item in document["paths"].items()}
+    return document
+
+
+@cache
+def schema_registry() -> Registry:
+    """Every JSON Schema file of the contract, addressable by its file URI (so relative $refs resolve)."""
+    resources = []
+    for folder in SCHEMA_FOLDERS:
+        for path in sorted(folder.glob("*.json")):
+            resources.append((path.as_uri(), Resource.from_contents(load_document(path), DRAFT202012)))
+    return Registry().with_resources(resources)
+
+
+def schema_validator(path: Path) -> Draft202012Validator:
+    """A validator for one schema file of the contract, with formats checked."""
+    uri = path.resolve().as_uri()
+    registry = schema_registry()
+    if uri not in registry:
+        registry = registry.with_resource(uri, Resource.from_contents(load_document(path), DRAFT202012))
+    return Draft202012Validator(
+        {"$ref": uri},
+        registry=registry,
+        format_checker=Draft202012Validator.FORMAT_CHECKER,
+    )
+
+
+@cache
+def event_validator() -> Draft202012Validator:
+    """Validates one SSE event payload (already parsed from JSON) against the event union."""
+    return schema_validator(EVENT_UNION)
+
+
+@cache
+def event_schema_paths() -> dict[str, Path]:
+    """Event `type` -> the schema file that defines it, read from the union's discriminator mapping."""
+    union = load_document(EVENT_UNION)
+    return {name: EVENTS_DIR / ref for name, ref in union["discriminator"]["mapping"].items()}
+
+
+def validate_event(payload: Any) -> list[str]:
+    """Schema errors of one event, validated against the schema its `type` selects (clearer than oneOf)."""
+    if not isinstance(payload, dict):
+        return [f"an event must be a JSON object, got {type(payload).__name__}"]
+    kind = payload.get("type")
+    paths = event_schema_paths()
+    if kind not in paths:
+        return [f"unknown event type {kind!r}; expected one of {sorted(paths)}"]
+    validator = schema_validator(paths[kind])
+    return [
+        f"{'/'.join(str(p) for p in error.absolute_path) or '(event)'}: {error.message}"
+        for error in sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
+    ]
+
+
+@cache
+def load_requirements() -> dict[str, Any]:
+    """The requirement registry (spec/requirements.yaml) as parsed YAML."""
+    return load_document(REQUIREMENTS_PATH)
+
+
+def contract_version() -> str:
+    return load_requirements()["contract_version"]

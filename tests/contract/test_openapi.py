@@ -1,0 +1,208 @@
+"""The OpenAPI documents: the 3.2 contract and its derived 3.1 copy validate, refs resolve, examples validate."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+from openapi_spec_validator.validation import OpenAPIV31SpecValidator, OpenAPIV32SpecValidator
+from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+import spec
+
+HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace", "query"}
+
+
+def test_contract_is_valid_openapi_3_2():
+    OpenAPIV32SpecValidator(spec.load_openapi(), base_uri=spec.OPENAPI_PATH.as_uri()).validate()
+
+
+def test_contract_uses_3_2_features_that_3_1_rejects():
+    """Guards the premise of the derived copy: itemSchema really is 3.2-only."""
+    with pytest.raises(OpenAPIValidationError, match="3.2.0"):
+        OpenAPIV31SpecValidator(spec.load_openapi(), base_uri=spec.OPENAPI_PATH.as_uri()).validate()
+
+
+def test_derived_3_1_copy_is_valid_and_self_contained(repo_root: Path):
+    document = yaml.safe_load((repo_root / "generated" / "openapi-3.1.yaml").read_text())
+    assert document["openapi"].startswith("3.1")
+    OpenAPIV31SpecValidator(document).validate()
+    refs = list(_refs(document))
+    assert refs and all(ref.startswith("#/") for ref in refs), [r for r in refs if not r.startswith("#/")]
+
+
+def test_derived_copy_types_the_stream_as_the_event_union(repo_root: Path):
+    document = yaml.safe_load((repo_root / "generated" / "openapi-3.1.yaml").read_text())
+    stream = document["paths"][spec.default_prefix() + "/stream"]["post"]["responses"]["200"]["content"]
+    assert stream["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/ChatStreamEvent"}
+    union = document["components"]["schemas"]["ChatStreamEvent"]
+    assert union["discriminator"]["mapping"]["tool_call"] == "#/components/schemas/ToolCallEvent"
+
+
+def test_every_ref_resolves():
+    """Every $ref of the OpenAPI document and of every schema file points at something that exists."""
+    checked = 0
+    documents = [(spec.OPENAPI_PATH, spec.load_openapi())]
+    for folder in spec.SCHEMA_FOLDERS:
+        documents += [(path, spec.load_document(path)) for path in sorted(folder.glob("*.json"))]
+    for path, document in documents:
+        for ref in _refs(document):
+            _resolve(path, document, ref)
+            checked += 1
+    assert checked > 50
+
+
+def test_dangling_ref_is_caught_by_the_resolver():
+    with pytest.raises((KeyError, FileNotFoundError)):
+        _resolve(spec.OPENAPI_PATH, spec.load_openapi(), "schemas/no-such-file.json")
+    with pytest.raises(KeyError):
+        _resolve(spec.OPENAPI_PATH, spec.load_openapi(), "#/components/schemas/NoSuchSchema")
+
+
+def test_every_operation_documents_auth_errors_and_bodies():
+    document = spec.load_openapi()
+    operations = [(p, m, op) for p, item in document["paths"].items() for m, op in item.items() if m in HTTP_METHODS]
+    assert {op["operationId"] for _, _, op in operations} == {
+        "streamChat",
+        "listSessions",
+        "getSessionHistory",
+        "renameSession",
+        "deleteSession",
+        "pinSession",
+        "unpinSession",
+        "abortSessionTurn",
+    }
+    for path, method, operation in operations:
+        statuses = set(operation["responses"])
+        assert {"401", "403", "404", "422"} <= statuses, (method, path, statuses)
+        for status, response in operation["responses"].items():
+            response = _deref(document, response)
+            if status.startswith(("4", "5")):
+                schema = response["content"]["application/json"]["schema"]["$ref"]
+                assert schema.endswith(("error-body.json", "validation-error-body.json")), (method, path, status)
+
+
+def test_every_example_validates():
+    """Media-type examples and schema `examples` all validate against the schema they illustrate."""
+    document = spec.load_openapi()
+    count = 0
+    for schema, value, where in _media_examples(document):
+        errors = list(_validator(schema).iter_errors(value))
+        assert not errors, f"{where}: {[e.message for e in errors]}"
+        count += 1
+    for folder in spec.SCHEMA_FOLDERS:
+        for path in sorted(folder.glob("*.json")):
+            for value in spec.load_document(path).get("examples", []):
+                errors = list(spec.schema_validator(path).iter_errors(value))
+                assert not errors, f"{path.name}: {[e.message for e in errors]}"
+                count += 1
+    assert count >= 15
+
+
+def test_stream_example_is_a_conforming_stream():
+    from conformance.framing import parse_stream
+    from conformance.stream_rules import check_events
+
+    document = spec.load_openapi()
+    media = document["paths"][spec.default_prefix() + "/stream"]["post"]["responses"]["200"]["content"]
+    for example in media["text/event-stream"]["examples"].values():
+        parsed = parse_stream(example["value"])
+        assert parsed.events and not parsed.violations + check_events(parsed.events)
+
+
+def test_prefix_is_a_parameter_of_the_contract():
+    gns3 = spec.load_openapi(prefix="/v3/copilot/projects/{project_id}/chat/")
+    assert "/v3/copilot/projects/{project_id}/chat/sessions/{session_id}/pin" in gns3["paths"]
+    assert not any(p.startswith("/v3/projects/") for p in gns3["paths"])
+    assert len(gns3["paths"]) == len(spec.load_openapi()["paths"])
+    known = [k["prefix"] for k in spec.load_openapi()["x-chat-path-prefix"]["known"]]
+    assert spec.default_prefix() in known
+    with pytest.raises(ValueError, match="project_id"):
+        spec.load_openapi(prefix="/chat")
+
+
+# --- helpers -------------------------------------------------------------------------------------------
+
+
+def _refs(node: Any):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            elif key == "mapping" and isinstance(value, dict):
+                yield from (v for v in value.values() if isinstance(v, str))
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _resolve(base: Path, document: Any, ref: str) -> Any:
+    file_part, _, fragment = ref.partition("#")
+    target = spec.load_document((base.parent / file_part).resolve()) if file_part else document
+    for part in [p for p in fragment.split("/") if p]:
+        if not isinstance(target, dict) or part not in target:
+            raise KeyError(f"{ref} (from {base.name}) does not resolve at {part!r}")
+        target = target[part]
+    return target
+
+
+def _deref(document: dict, node: dict) -> dict:
+    while "$ref" in node and node["$ref"].startswith("#/"):
+        node = _resolve(spec.OPENAPI_PATH, document, node["$ref"])
+    return node
+
+
+def _validator(schema: dict) -> Draft202012Validator:
+    """Validate against a schema fragment of openapi.yaml, resolving both #/ refs and file refs."""
+    document = spec.load_openapi()
+    registry: Registry = spec.schema_registry().with_resource(
+        spec.OPENAPI_PATH.as_uri(), Resource.from_contents(document, DRAFT202012)
+    )
+    wrapped = copy.deepcopy(schema)
+    wrapped["$id"] = spec.OPENAPI_PATH.as_uri() + "-fragment"
+    # A fragment's relative refs are relative to openapi.yaml: rewrite them to absolute URIs first.
+    wrapped = _absolutise(wrapped)
+    return Draft202012Validator(wrapped, registry=registry)
+
+
+def _absolutise(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                file_part, _, fragment = value.partition("#")
+                base = (
+                    (spec.OPENAPI_PATH.parent / file_part).resolve().as_uri()
+                    if file_part
+                    else spec.OPENAPI_PATH.as_uri()
+                )
+                out[key] = base + ("#" + fragment if fragment else "")
+            else:
+                out[key] = _absolutise(value)
+        return out
+    if isinstance(node, list):
+        return [_absolutise(v) for v in node]
+    return node
+
+
+def _media_examples(document: dict):
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method not in HTTP_METHODS:
+                continue
+            bodies = [("request", operation.get("requestBody", {}))]
+            bodies += [(status, _deref(document, r)) for status, r in operation["responses"].items()]
+            for status, body in bodies:
+                for media_type, media in body.get("content", {}).items():
+                    if media_type != "application/json":
+                        continue
+                    for name, example in media.get("examples", {}).items():
+                        yield media["schema"], example["value"], f"{method.upper()} {path} {status} example {name}"
