@@ -1,0 +1,182 @@
+"""The fake LLM over HTTP: an OpenAI-compatible chat-completions server, plus a control API for tests.
+
+OpenAI conventions followed (../shared/notes/protocols.md): `chat.completion.chunk` frames, tool-call deltas
+with `index` (id and name on the first delta only), a finish chunk, a final usage chunk that is **always**
+sent (clients pointed at a custom base URL rarely ask for it), `data: [DONE]`, and errors in OpenAI's shape.
+Scripted failures carry `x-should-retry: false` unless the script allows retries, so that one generation is
+one request even behind the OpenAI client's automatic retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from fake_llm.chat_model import request_digest
+from fake_llm.errors import ScriptFileError, ScriptSelectionError
+from fake_llm.playback import FailNow, Pause, TextDelta, ToolCallDelta, failure_before_streaming, pieces
+from fake_llm.request_log import RequestLog
+from fake_llm.scripts import ScriptLibrary, Step, parse_script
+from fake_llm.selection import Message, Selection, select
+
+MODEL_ID = "fake-model"
+
+
+def openai_error(status: int, message: str, *, code: str | None = None, error_type: str | None = None,
+                 retry: bool = False) -> JSONResponse:
+    kind = error_type or ("invalid_request_error" if status < 500 else "server_error")
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return JSONResponse(body, status_code=status, headers={"x-should-retry": "true" if retry else "false"})
+
+
+def _message_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _usage(step: Step) -> dict[str, int]:
+    u = step.usage
+    return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.total_tokens}
+
+
+def _chunk(completion_id: str, model: str, delta: dict[str, Any] | None, finish: str | None = None,
+           usage: dict[str, int] | None = None) -> str:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+    body = {"id": completion_id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": choices, "usage": usage}
+    return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
+
+
+def _tool_delta(piece: ToolCallDelta) -> dict[str, Any]:
+    call: dict[str, Any] = {"index": piece.index, "function": {"arguments": piece.arguments}}
+    if piece.id is not None:
+        call.update(id=piece.id, type="function")
+        call["function"]["name"] = piece.name
+    return {"tool_calls": [call]}
+
+
+async def _stream(selection: Selection, completion_id: str, model: str) -> AsyncIterator[str]:
+    step = selection.step
+    yield _chunk(completion_id, model, {"role": "assistant", "content": ""})
+    for piece in pieces(step):
+        if isinstance(piece, Pause):
+            await asyncio.sleep(piece.seconds)
+        elif isinstance(piece, TextDelta):
+            yield _chunk(completion_id, model, {"content": piece.text})
+        elif isinstance(piece, ToolCallDelta):
+            yield _chunk(completion_id, model, _tool_delta(piece))
+        elif isinstance(piece, FailNow):
+            error = {"message": f"{piece.failure.message} ({selection.describe()}, mid-stream)",
+                     "type": "server_error", "param": None, "code": "fake_llm_mid_stream_failure"}
+            yield f"data: {json.dumps({'error': error})}\n\n"
+            return
+    yield _chunk(completion_id, model, {}, finish=step.finish_reason)
+    yield _chunk(completion_id, model, None, usage=_usage(step))
+    yield "data: [DONE]\n\n"
+
+
+def _completion(selection: Selection, completion_id: str, model: str) -> dict[str, Any]:
+    step = selection.step
+    message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
+            for c in step.tool_calls
+        ]
+    return {"id": completion_id, "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": step.finish_reason}],
+            "usage": _usage(step)}
+
+
+def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = None) -> FastAPI:
+    app = FastAPI(title="fake LLM (OpenAI-compatible)", docs_url=None, redoc_url=None)
+    app.state.library = library or ScriptLibrary.from_folders()
+    app.state.log = log or RequestLog()
+
+    @app.get("/v1/models")
+    async def list_models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "fake-llm"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return openai_error(400, "the request body is not valid JSON", code="invalid_json")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return openai_error(400, "the request needs a `messages` list", code="invalid_request")
+        messages = [Message(role=str(m.get("role")), text=_message_text(m.get("content")))
+                    for m in body["messages"] if isinstance(m, dict)]
+        tools = body.get("tools") or []
+        stream = bool(body.get("stream", False))
+        model = str(body.get("model") or MODEL_ID)
+        log_fields = dict(
+            transport="http", model=body.get("model"), stream=stream,
+            messages=body["messages"], tools=[t.get("function", {}).get("name", "?") for t in tools],
+            temperature=body.get("temperature"),
+            extra={"authorization": request.headers.get("authorization")},
+        )
+        try:
+            selection = select(messages, tools_bound=bool(tools), library=app.state.library)
+        except ScriptSelectionError as error:
+            app.state.log.add(**log_fields, script=None, step=None, tag=None, run=None,
+                              outcome=f"selection error: {error}")
+            return openai_error(400, str(error), code=ScriptSelectionError.code)
+        failure = failure_before_streaming(selection.step)
+        app.state.log.add(**log_fields, script=selection.script.name, step=selection.step_index,
+                          tag=selection.tag, run=selection.run,
+                          outcome="ok" if failure is None else f"failed: {failure.message}")
+        completion_id = f"chatcmpl-fake-{request_digest(messages)}"
+        if failure is not None:
+            if selection.step.delay_before_ms:
+                await asyncio.sleep(selection.step.delay_before_ms / 1000)
+            return openai_error(failure.status, f"{failure.message} ({selection.describe()})",
+                                code="fake_llm_scripted_failure", retry=failure.retryable)
+        if stream:
+            return StreamingResponse(_stream(selection, completion_id, model), media_type="text/event-stream",
+                                     headers={"cache-control": "no-cache"})
+        step = selection.step
+        if step.fail is not None:  # mid_stream has no meaning without a stream: fail the whole request
+            return openai_error(step.fail.status, f"{step.fail.message} ({selection.describe()})",
+                                code="fake_llm_scripted_failure", retry=step.fail.retryable)
+        delay = step.delay_before_ms + step.delay_between_ms * max(0, len(step.text_chunks) - 1)
+        if delay:
+            await asyncio.sleep(delay / 1000)
+        return JSONResponse(_completion(selection, completion_id, model))
+
+    # --- control API for tests ----------------------------------------------------------------------------
+
+    @app.get("/control/scripts")
+    async def list_scripts() -> dict[str, Any]:
+        return {"scripts": app.state.library.names()}
+
+    @app.post("/control/scripts", status_code=201)
+    async def register_script(request: Request) -> Response:
+        try:
+            data = await request.json()
+            script = parse_script(data, source="POST /control/scripts")
+        except ValueError:
+            return JSONResponse({"message": "the body is not valid JSON", "code": "invalid_json"}, status_code=400)
+        except ScriptFileError as error:
+            return JSONResponse({"message": str(error), "code": "invalid_script"}, status_code=422)
+        app.state.library.add(script)
+        return JSONResponse({"name": script.name, "steps": len(script.steps)}, status_code=201)
+
+    @app.get("/control/requests")
+    async def list_requests(run: str | None = None, script: str | None = None) -> dict[str, Any]:
+        return {"requests": [r.as_dict() for r in app.state.log.records(run=run, script=script)]}
+
+    @app.delete("/control/requests", status_code=204)
+    async def clear_requests() -> Response:
+        app.state.log.clear()
+        return Response(status_code=204)
+
+    return app

@@ -1,0 +1,48 @@
+"""The log of every request the fake LLM received, so a test can assert what an implementation sent."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from threading import Lock
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    sequence: int
+    transport: str  # "in-process" or "http"
+    model: str | None
+    messages: list[dict[str, Any]]
+    tools: list[str]  # names of the tools bound
+    temperature: float | None
+    stream: bool
+    script: str | None
+    step: int | None  # None for a title request
+    tag: str | None
+    run: str | None
+    outcome: str  # "ok", "failed: ...", "selection error: ..."
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the Authorization header over HTTP
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RequestLog:
+    def __init__(self) -> None:
+        self._records: list[RequestRecord] = []
+        self._lock = Lock()
+
+    def add(self, **fields: Any) -> RequestRecord:
+        with self._lock:
+            record = RequestRecord(sequence=len(self._records) + 1, **fields)
+            self._records.append(record)
+            return record
+
+    def records(self, *, run: str | None = None, script: str | None = None) -> list[RequestRecord]:
+        with self._lock:
+            found = list(self._records)
+        return [r for r in found if (run is None or r.run == run) and (script is None or r.script == script)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
