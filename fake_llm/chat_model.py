@@ -76,7 +76,9 @@ class FakeScriptedChatModel(BaseChatModel):
         reduced = [Message(role=ROLES.get(m.type, m.type), text=_text(m)) for m in messages]
         tools = kwargs.get("tools") or []
         log_fields = dict(
-            transport="in-process", model=self.model_name, stream=True,
+            transport="in-process",
+            model=self.model_name,
+            stream=True,
             messages=[{"role": m.role, "content": m.text} for m in reduced],
             tools=[t.get("function", {}).get("name", "?") for t in tools],
             temperature=kwargs.get("temperature", self.temperature),
@@ -84,13 +86,18 @@ class FakeScriptedChatModel(BaseChatModel):
         try:
             selection = select(reduced, tools_bound=bool(tools), library=self.library)
         except ScriptSelectionError as error:
-            self.request_log.add(**log_fields, script=None, step=None, tag=None, run=None,
-                                 outcome=f"selection error: {error}")
+            self.request_log.add(
+                **log_fields, script=None, step=None, tag=None, run=None, outcome=f"selection error: {error}"
+            )
             raise
         failure = failure_before_streaming(selection.step)
         self.request_log.add(
-            **log_fields, script=selection.script.name, step=selection.step_index, tag=selection.tag,
-            run=selection.run, outcome="ok" if failure is None else f"failed: {failure.message}",
+            **log_fields,
+            script=selection.script.name,
+            step=selection.step_index,
+            tag=selection.tag,
+            run=selection.run,
+            outcome="ok" if failure is None else f"failed: {failure.message}",
         )
         if failure is not None:
             raise ScriptedFailure(f"{failure.message} ({selection.describe()})", status=failure.status)
@@ -108,9 +115,14 @@ class FakeScriptedChatModel(BaseChatModel):
     def _last_chunk(self, selection: Selection, message_id: str) -> ChatGenerationChunk:
         usage = selection.step.usage
         message = AIMessageChunk(
-            content="", id=message_id, chunk_position="last",
-            usage_metadata={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                            "total_tokens": usage.total_tokens},
+            content="",
+            id=message_id,
+            chunk_position="last",
+            usage_metadata={
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            },
             response_metadata={"finish_reason": selection.step.finish_reason, "model_name": self.model_name},
         )
         return ChatGenerationChunk(message=message)
@@ -120,14 +132,18 @@ class FakeScriptedChatModel(BaseChatModel):
         return f"fake-{selection.script.name}-{step}-{request_digest(reduced)}"
 
     def _failure(self, piece: FailNow, selection: Selection) -> ScriptedFailure:
-        return ScriptedFailure(f"{piece.failure.message} ({selection.describe()}, mid-stream)",
-                               status=piece.failure.status)
+        return ScriptedFailure(
+            f"{piece.failure.message} ({selection.describe()}, mid-stream)", status=piece.failure.status
+        )
 
     # --- LangChain entry points -----------------------------------------------------------------------
 
     def _stream(
-        self, messages: list[BaseMessage], stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any,
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         selection, reduced = self._select(messages, kwargs)
         message_id = self._message_id(selection, reduced)
@@ -144,8 +160,11 @@ class FakeScriptedChatModel(BaseChatModel):
         yield self._last_chunk(selection, message_id)
 
     async def _astream(
-        self, messages: list[BaseMessage], stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any,
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         selection, reduced = self._select(messages, kwargs)
         message_id = self._message_id(selection, reduced)
@@ -162,14 +181,20 @@ class FakeScriptedChatModel(BaseChatModel):
         yield self._last_chunk(selection, message_id)
 
     def _generate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any,
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
     ) -> ChatResult:
         return _finish(generate_from_stream(self._stream(messages, stop, run_manager, **kwargs)))
 
     async def _agenerate(
-        self, messages: list[BaseMessage], stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any,
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
     ) -> ChatResult:
         return _finish(await agenerate_from_stream(self._astream(messages, stop, run_manager, **kwargs)))
 
@@ -180,7 +205,10 @@ def _finish(result: ChatResult) -> ChatResult:
     message = generation.message
     if isinstance(message, AIMessageChunk):
         message = AIMessage(
-            content=message.content, id=message.id, tool_calls=message.tool_calls,
-            usage_metadata=message.usage_metadata, response_metadata=message.response_metadata,
+            content=message.content,
+            id=message.id,
+            tool_calls=message.tool_calls,
+            usage_metadata=message.usage_metadata,
+            response_metadata=message.response_metadata,
         )
     return ChatResult(generations=[ChatGeneration(message=message)])

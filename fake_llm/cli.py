@@ -20,12 +20,26 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (keep it loopback).")
-@click.option("--port", default=8099, show_default=True, type=click.IntRange(0, 65535),
-              help="Port; 0 picks a free one and prints it.")
-@click.option("--scripts", "folders", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="A folder of extra script files (repeatable); the built-in scripts are always loaded.")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option(
+    "--port",
+    default=8099,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port; 0 picks a free one and prints it.",
+)
+@click.option(
+    "--scripts",
+    "folders",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of extra script files (repeatable); the built-in scripts are always loaded.",
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 def serve(host: str, port: int, folders: tuple[Path, ...], log_level: str) -> None:
     """Serve /v1/chat/completions, /v1/models and the /control API."""
     try:

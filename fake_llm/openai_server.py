@@ -27,8 +27,9 @@ from fake_llm.selection import Message, Selection, select
 MODEL_ID = "fake-model"
 
 
-def openai_error(status: int, message: str, *, code: str | None = None, error_type: str | None = None,
-                 retry: bool = False) -> JSONResponse:
+def openai_error(
+    status: int, message: str, *, code: str | None = None, error_type: str | None = None, retry: bool = False
+) -> JSONResponse:
     kind = error_type or ("invalid_request_error" if status < 500 else "server_error")
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return JSONResponse(body, status_code=status, headers={"x-should-retry": "true" if retry else "false"})
@@ -47,11 +48,22 @@ def _usage(step: Step) -> dict[str, int]:
     return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.total_tokens}
 
 
-def _chunk(completion_id: str, model: str, delta: dict[str, Any] | None, finish: str | None = None,
-           usage: dict[str, int] | None = None) -> str:
+def _chunk(
+    completion_id: str,
+    model: str,
+    delta: dict[str, Any] | None,
+    finish: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> str:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
-    body = {"id": completion_id, "object": "chat.completion.chunk", "created": 0, "model": model,
-            "choices": choices, "usage": usage}
+    body = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": choices,
+        "usage": usage,
+    }
     return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 
@@ -74,8 +86,12 @@ async def _stream(selection: Selection, completion_id: str, model: str) -> Async
         elif isinstance(piece, ToolCallDelta):
             yield _chunk(completion_id, model, _tool_delta(piece))
         elif isinstance(piece, FailNow):
-            error = {"message": f"{piece.failure.message} ({selection.describe()}, mid-stream)",
-                     "type": "server_error", "param": None, "code": "fake_llm_mid_stream_failure"}
+            error = {
+                "message": f"{piece.failure.message} ({selection.describe()}, mid-stream)",
+                "type": "server_error",
+                "param": None,
+                "code": "fake_llm_mid_stream_failure",
+            }
             yield f"data: {json.dumps({'error': error})}\n\n"
             return
     yield _chunk(completion_id, model, {}, finish=step.finish_reason)
@@ -91,9 +107,14 @@ def _completion(selection: Selection, completion_id: str, model: str) -> dict[st
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
             for c in step.tool_calls
         ]
-    return {"id": completion_id, "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": step.finish_reason}],
-            "usage": _usage(step)}
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": step.finish_reason}],
+        "usage": _usage(step),
+    }
 
 
 def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = None) -> FastAPI:
@@ -113,40 +134,63 @@ def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = No
             return openai_error(400, "the request body is not valid JSON", code="invalid_json")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return openai_error(400, "the request needs a `messages` list", code="invalid_request")
-        messages = [Message(role=str(m.get("role")), text=_message_text(m.get("content")))
-                    for m in body["messages"] if isinstance(m, dict)]
+        messages = [
+            Message(role=str(m.get("role")), text=_message_text(m.get("content")))
+            for m in body["messages"]
+            if isinstance(m, dict)
+        ]
         tools = body.get("tools") or []
         stream = bool(body.get("stream", False))
         model = str(body.get("model") or MODEL_ID)
         log_fields = dict(
-            transport="http", model=body.get("model"), stream=stream,
-            messages=body["messages"], tools=[t.get("function", {}).get("name", "?") for t in tools],
+            transport="http",
+            model=body.get("model"),
+            stream=stream,
+            messages=body["messages"],
+            tools=[t.get("function", {}).get("name", "?") for t in tools],
             temperature=body.get("temperature"),
             extra={"authorization": request.headers.get("authorization")},
         )
         try:
             selection = select(messages, tools_bound=bool(tools), library=app.state.library)
         except ScriptSelectionError as error:
-            app.state.log.add(**log_fields, script=None, step=None, tag=None, run=None,
-                              outcome=f"selection error: {error}")
+            app.state.log.add(
+                **log_fields, script=None, step=None, tag=None, run=None, outcome=f"selection error: {error}"
+            )
             return openai_error(400, str(error), code=ScriptSelectionError.code)
         failure = failure_before_streaming(selection.step)
-        app.state.log.add(**log_fields, script=selection.script.name, step=selection.step_index,
-                          tag=selection.tag, run=selection.run,
-                          outcome="ok" if failure is None else f"failed: {failure.message}")
+        app.state.log.add(
+            **log_fields,
+            script=selection.script.name,
+            step=selection.step_index,
+            tag=selection.tag,
+            run=selection.run,
+            outcome="ok" if failure is None else f"failed: {failure.message}",
+        )
         completion_id = f"chatcmpl-fake-{request_digest(messages)}"
         if failure is not None:
             if selection.step.delay_before_ms:
                 await asyncio.sleep(selection.step.delay_before_ms / 1000)
-            return openai_error(failure.status, f"{failure.message} ({selection.describe()})",
-                                code="fake_llm_scripted_failure", retry=failure.retryable)
+            return openai_error(
+                failure.status,
+                f"{failure.message} ({selection.describe()})",
+                code="fake_llm_scripted_failure",
+                retry=failure.retryable,
+            )
         if stream:
-            return StreamingResponse(_stream(selection, completion_id, model), media_type="text/event-stream",
-                                     headers={"cache-control": "no-cache"})
+            return StreamingResponse(
+                _stream(selection, completion_id, model),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache"},
+            )
         step = selection.step
         if step.fail is not None:  # mid_stream has no meaning without a stream: fail the whole request
-            return openai_error(step.fail.status, f"{step.fail.message} ({selection.describe()})",
-                                code="fake_llm_scripted_failure", retry=step.fail.retryable)
+            return openai_error(
+                step.fail.status,
+                f"{step.fail.message} ({selection.describe()})",
+                code="fake_llm_scripted_failure",
+                retry=step.fail.retryable,
+            )
         delay = step.delay_before_ms + step.delay_between_ms * max(0, len(step.text_chunks) - 1)
         if delay:
             await asyncio.sleep(delay / 1000)

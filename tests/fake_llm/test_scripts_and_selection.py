@@ -15,21 +15,36 @@ LIBRARY = ScriptLibrary.from_folders()
 
 
 def script(**overrides):
-    data = {"name": "s", "steps": [{"text_chunks": ["a"], "usage": {"input_tokens": 1, "output_tokens": 2}}],
-            "title": {"text_chunks": ["T"], "usage": {"input_tokens": 3, "output_tokens": 4}}}
+    data = {
+        "name": "s",
+        "steps": [{"text_chunks": ["a"], "usage": {"input_tokens": 1, "output_tokens": 2}}],
+        "title": {"text_chunks": ["T"], "usage": {"input_tokens": 3, "output_tokens": 4}},
+    }
     data.update(overrides)
     return data
 
 
 def test_builtin_scripts_cover_the_suite_scenarios():
-    assert {"default", "plain", "tool-round-trip", "parallel-tools", "failing-tool", "llm-error",
-            "mid-stream-error", "slow", "title-fails", "quoted-title"} <= set(LIBRARY.names())
+    assert {
+        "default",
+        "plain",
+        "tool-round-trip",
+        "parallel-tools",
+        "failing-tool",
+        "llm-error",
+        "mid-stream-error",
+        "slow",
+        "title-fails",
+        "quoted-title",
+    } <= set(LIBRARY.names())
 
 
 def test_bad_script_error_names_file_script_and_step(tmp_path: Path):
     path = tmp_path / "broken.yaml"
-    path.write_text("name: broken\nsteps:\n  - text_chunks: [a]\n  - text_chunks: [b]\n    usage: {input_tokens: 1}\n"
-                    "title: {text_chunks: [t], usage: {input_tokens: 1, output_tokens: 1}}\n")
+    path.write_text(
+        "name: broken\nsteps:\n  - text_chunks: [a]\n  - text_chunks: [b]\n    usage: {input_tokens: 1}\n"
+        "title: {text_chunks: [t], usage: {input_tokens: 1, output_tokens: 1}}\n"
+    )
     with pytest.raises(ScriptFileError) as error:
         load_script_file(path)
     message = str(error.value)
@@ -40,8 +55,10 @@ def test_bad_script_error_names_file_script_and_step(tmp_path: Path):
 
 def test_script_name_must_match_its_file(tmp_path: Path):
     path = tmp_path / "other.json"
-    path.write_text('{"name": "s", "steps": [{"text_chunks": ["a"], "usage": {"input_tokens": 1, "output_tokens": 1}}],'
-                    ' "title": {"text_chunks": ["T"], "usage": {"input_tokens": 1, "output_tokens": 1}}}')
+    path.write_text(
+        '{"name": "s", "steps": [{"text_chunks": ["a"], "usage": {"input_tokens": 1, "output_tokens": 1}}],'
+        ' "title": {"text_chunks": ["T"], "usage": {"input_tokens": 1, "output_tokens": 1}}}'
+    )
     with pytest.raises(ScriptFileError, match="must be in a file named s.json"):
         load_script_file(path)
 
@@ -72,24 +89,36 @@ def test_tag_selects_script_and_assistant_messages_select_the_step():
 
 
 def test_last_user_message_decides():
-    chosen = select(msgs(("user", tag_for("plain")), ("assistant", "x"), ("user", tag_for("slow"))),
-                    tools_bound=True, library=LIBRARY)
+    chosen = select(
+        msgs(("user", tag_for("plain")), ("assistant", "x"), ("user", tag_for("slow"))),
+        tools_bound=True,
+        library=LIBRARY,
+    )
     assert (chosen.script.name, chosen.step_index) == ("slow", 0)
 
 
 def test_no_tag_is_the_default_script_and_no_tools_is_a_title_request():
     assert select(msgs(("user", "hello")), tools_bound=True, library=LIBRARY).script.name == "default"
-    title = select(msgs(("system", "title"), ("user", tag_for("plain")), ("assistant", "answer")),
-                   tools_bound=False, library=LIBRARY)
+    title = select(
+        msgs(("system", "title"), ("user", tag_for("plain")), ("assistant", "answer")),
+        tools_bound=False,
+        library=LIBRARY,
+    )
     assert title.is_title and title.step.text == "Lab health check"
 
 
-@pytest.mark.parametrize(("messages", "match"), [
-    (msgs(("user", "[[fake-llm:nope:r]]")), r"tag \[\[fake-llm:nope:r\]\] names no known script 'nope' \(step 0\)"),
-    (msgs(("user", tag_for("plain")), ("assistant", "x")), r"script 'plain' has 1 step\(s\), but the request asks for step 1"),
-    (msgs(("user", tag_for("plain") + tag_for("slow"))), "2 script tags"),
-    (msgs(("system", "only")), "no user message"),
-])
+@pytest.mark.parametrize(
+    ("messages", "match"),
+    [
+        (msgs(("user", "[[fake-llm:nope:r]]")), r"tag \[\[fake-llm:nope:r\]\] names no known script 'nope' \(step 0\)"),
+        (
+            msgs(("user", tag_for("plain")), ("assistant", "x")),
+            r"script 'plain' has 1 step\(s\), but the request asks for step 1",
+        ),
+        (msgs(("user", tag_for("plain") + tag_for("slow"))), "2 script tags"),
+        (msgs(("system", "only")), "no user message"),
+    ],
+)
 def test_selection_errors_name_tag_and_step(messages, match):
     with pytest.raises(ScriptSelectionError, match=match):
         select(messages, tools_bound=True, library=LIBRARY)
@@ -102,15 +131,23 @@ def test_playback_chunks_fragments_parallel_calls_and_delays():
     calls = [p for p in played if isinstance(p, ToolCallDelta)]
     firsts = [c for c in calls if c.id]
     assert [(c.index, c.id, c.name, c.arguments) for c in firsts] == [
-        (0, "call_par_1", "run_show_command", ""), (1, "call_par_2", "run_show_command", "")]
+        (0, "call_par_1", "run_show_command", ""),
+        (1, "call_par_2", "run_show_command", ""),
+    ]
     for index, call in enumerate(parallel.tool_calls):
         fragments = [c.arguments for c in calls if c.index == index and not c.id]
-        assert "".join(fragments) == call.arguments_json == '{"command":"show ip route","device":"R%d"}' % (index + 1)
+        expected = '{"command":"show ip route","device":"R' + str(index + 1) + '"}'
+        assert "".join(fragments) == call.arguments_json == expected
         assert all(len(f) <= 7 for f in fragments) and len(fragments) > 1
     slow = pieces(LIBRARY.get("slow").steps[0])
     assert slow[0] == Pause(3.0)
-    spaced = parse_script(script(steps=[{"text_chunks": ["a", "b"], "delay_between_ms": 50,
-                                         "usage": {"input_tokens": 1, "output_tokens": 1}}]))
+    spaced = parse_script(
+        script(
+            steps=[
+                {"text_chunks": ["a", "b"], "delay_between_ms": 50, "usage": {"input_tokens": 1, "output_tokens": 1}}
+            ]
+        )
+    )
     assert pieces(spaced.steps[0]) == [TextDelta("a"), Pause(0.05), TextDelta("b")]
 
 
