@@ -8,8 +8,6 @@ message, tool calls and usage that `ChatOpenAI` assembles from the HTTP server.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
@@ -24,23 +22,17 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from fake_llm.errors import ScriptedFailure, ScriptSelectionError
-from fake_llm.playback import FailNow, Pause, Piece, TextDelta, ToolCallDelta, failure_before_streaming, pieces
+from fake_llm.errors import ScriptedFailure
+from fake_llm.playback import FailNow, Pause, Piece, TextDelta, ToolCallDelta, pieces
 from fake_llm.request_log import RequestLog
 from fake_llm.scripts import ScriptLibrary
-from fake_llm.selection import Message, Selection, select
+from fake_llm.selection import Message, Selection, request_digest, select_and_record
 
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 
 
 def _text(message: BaseMessage) -> str:
     return str(message.text)
-
-
-def request_digest(messages: Sequence[Message]) -> str:
-    """A short deterministic digest of the conversation, for message ids that differ between turns."""
-    payload = json.dumps([[m.role, m.text] for m in messages], ensure_ascii=False)
-    return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
 class FakeScriptedChatModel(BaseChatModel):
@@ -75,7 +67,11 @@ class FakeScriptedChatModel(BaseChatModel):
     def _select(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> tuple[Selection, list[Message]]:
         reduced = [Message(role=ROLES.get(m.type, m.type), text=_text(m)) for m in messages]
         tools = kwargs.get("tools") or []
-        log_fields = dict(
+        selection, failure = select_and_record(
+            reduced,
+            tools_bound=bool(tools),
+            library=self.library,
+            log=self.request_log,
             transport="in-process",
             model=self.model_name,
             stream=True,
@@ -83,24 +79,8 @@ class FakeScriptedChatModel(BaseChatModel):
             tools=[t.get("function", {}).get("name", "?") for t in tools],
             temperature=kwargs.get("temperature", self.temperature),
         )
-        try:
-            selection = select(reduced, tools_bound=bool(tools), library=self.library)
-        except ScriptSelectionError as error:
-            self.request_log.add(
-                **log_fields, script=None, step=None, tag=None, run=None, outcome=f"selection error: {error}"
-            )
-            raise
-        failure = failure_before_streaming(selection.step)
-        self.request_log.add(
-            **log_fields,
-            script=selection.script.name,
-            step=selection.step_index,
-            tag=selection.tag,
-            run=selection.run,
-            outcome="ok" if failure is None else f"failed: {failure.message}",
-        )
         if failure is not None:
-            raise ScriptedFailure(f"{failure.message} ({selection.describe()})", status=failure.status)
+            raise ScriptedFailure(selection.failure_message(failure), status=failure.status)
         return selection, reduced
 
     # --- rendering --------------------------------------------------------------------------------------
@@ -132,9 +112,7 @@ class FakeScriptedChatModel(BaseChatModel):
         return f"fake-{selection.script.name}-{step}-{request_digest(reduced)}"
 
     def _failure(self, piece: FailNow, selection: Selection) -> ScriptedFailure:
-        return ScriptedFailure(
-            f"{piece.failure.message} ({selection.describe()}, mid-stream)", status=piece.failure.status
-        )
+        return ScriptedFailure(selection.failure_message(piece.failure, mid_stream=True), status=piece.failure.status)
 
     # --- LangChain entry points -----------------------------------------------------------------------
 

@@ -17,12 +17,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from fake_llm.chat_model import request_digest
 from fake_llm.errors import ScriptFileError, ScriptSelectionError
-from fake_llm.playback import FailNow, Pause, TextDelta, ToolCallDelta, failure_before_streaming, pieces
+from fake_llm.playback import FailNow, Pause, TextDelta, ToolCallDelta, pieces
 from fake_llm.request_log import RequestLog
 from fake_llm.scripts import ScriptLibrary, Step, parse_script
-from fake_llm.selection import Message, Selection, select
+from fake_llm.selection import Message, Selection, request_digest, select_and_record
 
 MODEL_ID = "fake-model"
 
@@ -87,7 +86,7 @@ async def _stream(selection: Selection, completion_id: str, model: str) -> Async
             yield _chunk(completion_id, model, _tool_delta(piece))
         elif isinstance(piece, FailNow):
             error = {
-                "message": f"{piece.failure.message} ({selection.describe()}, mid-stream)",
+                "message": selection.failure_message(piece.failure, mid_stream=True),
                 "type": "server_error",
                 "param": None,
                 "code": "fake_llm_mid_stream_failure",
@@ -142,38 +141,29 @@ def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = No
         tools = body.get("tools") or []
         stream = bool(body.get("stream", False))
         model = str(body.get("model") or MODEL_ID)
-        log_fields = dict(
-            transport="http",
-            model=body.get("model"),
-            stream=stream,
-            messages=body["messages"],
-            tools=[t.get("function", {}).get("name", "?") for t in tools],
-            temperature=body.get("temperature"),
-            extra={"authorization": request.headers.get("authorization")},
-        )
         try:
-            selection = select(messages, tools_bound=bool(tools), library=app.state.library)
-        except ScriptSelectionError as error:
-            app.state.log.add(
-                **log_fields, script=None, step=None, tag=None, run=None, outcome=f"selection error: {error}"
+            selection, failure = select_and_record(
+                messages,
+                tools_bound=bool(tools),
+                library=app.state.library,
+                log=app.state.log,
+                transport="http",
+                model=body.get("model"),
+                stream=stream,
+                messages=body["messages"],
+                tools=[t.get("function", {}).get("name", "?") for t in tools],
+                temperature=body.get("temperature"),
+                extra={"authorization": request.headers.get("authorization")},
             )
+        except ScriptSelectionError as error:
             return openai_error(400, str(error), code=ScriptSelectionError.code)
-        failure = failure_before_streaming(selection.step)
-        app.state.log.add(
-            **log_fields,
-            script=selection.script.name,
-            step=selection.step_index,
-            tag=selection.tag,
-            run=selection.run,
-            outcome="ok" if failure is None else f"failed: {failure.message}",
-        )
         completion_id = f"chatcmpl-fake-{request_digest(messages)}"
         if failure is not None:
             if selection.step.delay_before_ms:
                 await asyncio.sleep(selection.step.delay_before_ms / 1000)
             return openai_error(
                 failure.status,
-                f"{failure.message} ({selection.describe()})",
+                selection.failure_message(failure),
                 code="fake_llm_scripted_failure",
                 retry=failure.retryable,
             )
@@ -187,7 +177,7 @@ def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = No
         if step.fail is not None:  # mid_stream has no meaning without a stream: fail the whole request
             return openai_error(
                 step.fail.status,
-                f"{step.fail.message} ({selection.describe()})",
+                selection.failure_message(step.fail),
                 code="fake_llm_scripted_failure",
                 retry=step.fail.retryable,
             )

@@ -6,13 +6,18 @@ number of assistant messages after it, and a request that binds no tools is a ti
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import spec
 from fake_llm.errors import ScriptSelectionError
-from fake_llm.scripts import Script, ScriptLibrary, Step
+from fake_llm.playback import failure_before_streaming
+from fake_llm.request_log import RequestLog
+from fake_llm.scripts import Failure, Script, ScriptLibrary, Step
 
 RULES = spec.load_document(spec.FAKE_LLM_DIR / "selection.yaml")
 TAG = re.compile(RULES["tag_pattern"])
@@ -45,6 +50,16 @@ class Selection:
     def describe(self) -> str:
         what = "title" if self.is_title else f"step {self.step_index}"
         return f"script {self.script.name!r} {what}"
+
+    def failure_message(self, failure: Failure, *, mid_stream: bool = False) -> str:
+        """The text of a scripted failure, naming the script and step that asked for it."""
+        return f"{failure.message} ({self.describe()}{', mid-stream' if mid_stream else ''})"
+
+
+def request_digest(messages: Sequence[Message]) -> str:
+    """A short deterministic digest of the conversation, for ids that differ between turns."""
+    payload = json.dumps([[m.role, m.text] for m in messages], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
 def tag_for(script: str, run: str | None = None) -> str:
@@ -79,3 +94,28 @@ def select(messages: Sequence[Message], *, tools_bound: bool, library: ScriptLib
             f"({step} assistant message(s) after the last user message)"
         )
     return Selection(script=script, step_index=step, tag=tag, run=run)
+
+
+def select_and_record(
+    messages: Sequence[Message], /, *, tools_bound: bool, library: ScriptLibrary, log: RequestLog, **fields: Any
+) -> tuple[Selection, Failure | None]:
+    """Select, and log the request with its outcome; both transports go through here.
+
+    Returns the selection and the failure to answer with before streaming, if the step asks for one; a
+    selection error is logged, then raised.
+    """
+    try:
+        selection = select(messages, tools_bound=tools_bound, library=library)
+    except ScriptSelectionError as error:
+        log.add(**fields, script=None, step=None, tag=None, run=None, outcome=f"selection error: {error}")
+        raise
+    failure = failure_before_streaming(selection.step)
+    log.add(
+        **fields,
+        script=selection.script.name,
+        step=selection.step_index,
+        tag=selection.tag,
+        run=selection.run,
+        outcome="ok" if failure is None else f"failed: {failure.message}",
+    )
+    return selection, failure
