@@ -1,0 +1,69 @@
+"""Message converters: LangChain messages <-> the contract's OpenAI-format history messages (HISTORY-001..005)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from generated.api.message import OpenAIMessage
+from generated.api.tool_call import OpenAIToolCall, OpenAIToolCallFunction
+
+_ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+def _content_text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def to_openai(message: BaseMessage, *, fallback_id: str) -> OpenAIMessage:
+    """One LangChain message as an OpenAI message; arguments always a JSON string (HISTORY-004)."""
+    role = _ROLES.get(message.type)
+    if role is None:
+        raise ValueError(f"cannot convert a {message.type!r} message to OpenAI format")
+    fields: dict[str, Any] = {
+        "id": message.id or fallback_id,
+        "role": role,
+        "content": _content_text(message.content),
+        "created_at": message.response_metadata.get("created_at"),
+    }
+    if isinstance(message, AIMessage) and message.tool_calls:
+        fields["tool_calls"] = [
+            OpenAIToolCall(
+                id=call["id"],
+                type="function",
+                function=OpenAIToolCallFunction(name=call["name"], arguments=json.dumps(call["args"])),
+            )
+            for call in message.tool_calls
+        ]
+    if isinstance(message, ToolMessage):
+        fields["tool_call_id"] = message.tool_call_id
+        fields["name"] = message.name
+    return OpenAIMessage.model_validate(fields)
+
+
+def history_to_openai(thread_id: str, messages: list[BaseMessage]) -> list[OpenAIMessage]:
+    # Messages from the checkpointer always have ids (set when created); the fallback is stable per position.
+    return [
+        to_openai(m, fallback_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{thread_id}/{i}")))
+        for i, m in enumerate(messages)
+    ]
+
+
+def from_openai(message: OpenAIMessage) -> BaseMessage:
+    """The inverse of `to_openai`, for clients that send OpenAI-format history back."""
+    metadata = {"created_at": message.created_at} if message.created_at else {}
+    common: dict[str, Any] = {"id": message.id, "content": message.content, "response_metadata": metadata}
+    if message.role == "user":
+        return HumanMessage(**common)
+    if message.role == "system":
+        return SystemMessage(**common)
+    if message.role == "tool":
+        return ToolMessage(tool_call_id=message.tool_call_id, name=message.name, **common)
+    calls = [
+        {"id": c.id, "name": c.function.name, "args": json.loads(c.function.arguments), "type": "tool_call"}
+        for c in message.tool_calls or []
+    ]
+    return AIMessage(tool_calls=calls, **common)

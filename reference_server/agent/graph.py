@@ -1,0 +1,117 @@
+"""The copilot agent as the design document draws it: llm_call -> should_continue -> tool_node | title_generator."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.callbacks.manager import adispatch_custom_event
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+
+from reference_server.timestamps import utc_now
+
+from .context import current_llm_settings
+from .llm_factory import ChatModelFactory
+
+LLM_NODE, TOOL_NODE, TITLE_NODE = "llm_call", "tool_node", "title_generator"
+
+SYSTEM_PROMPT = (
+    "You are the GNS3 copilot, a teaching assistant in a network lab. Use the tools to read the topology and "
+    "run read-only show commands; never change device configuration."
+)
+TITLE_PROMPT = (
+    "Write a short title of at most six words for the conversation below. Reply with the title only, with no "
+    "quotes, no trailing punctuation and no explanation."
+)
+TITLE_MAX_LENGTH = 255
+
+
+class CopilotState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    conversation_title: str | None
+    title_attempted: bool
+
+
+def stamp(message: BaseMessage) -> BaseMessage:
+    """Give a message its permanent id and creation time when it is created (HISTORY-002, HISTORY-003)."""
+    message.id = str(uuid.uuid4())
+    message.response_metadata = {**message.response_metadata, "created_at": utc_now()}
+    return message
+
+
+def clean_title(text: str) -> str:
+    """One line, without surrounding whitespace and quotes (TITLE-002)."""
+    one_line = " ".join(text.splitlines())
+    return one_line.strip().strip("\"'").strip()[:TITLE_MAX_LENGTH]
+
+
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else message.text
+
+
+def build_graph(
+    tools: list[BaseTool], models: ChatModelFactory, checkpointer: BaseCheckpointSaver
+) -> CompiledStateGraph:
+    tools_by_name = {item.name: item for item in tools}
+
+    async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
+        model = models.build(current_llm_settings()).bind_tools(tools)
+        response = await model.ainvoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]], config)
+        return {"messages": [stamp(response)]}
+
+    def should_continue(state: CopilotState) -> str:
+        last = state["messages"][-1]
+        if isinstance(last, AIMessage) and last.tool_calls:
+            return TOOL_NODE
+        return END if state.get("title_attempted") else TITLE_NODE
+
+    async def run_tool(call: dict[str, Any], config: RunnableConfig) -> ToolMessage:
+        name, call_id = call["name"], call["id"]
+        await adispatch_custom_event("tool_start", {"tool_call_id": call_id, "tool_name": name}, config=config)
+        chosen = tools_by_name.get(name)
+        try:
+            if chosen is None:
+                raise LookupError(f"unknown tool {name!r}; available: {', '.join(sorted(tools_by_name))}")
+            result = await chosen.ainvoke({**call, "type": "tool_call"}, config)
+        except Exception as exc:  # a tool failure is a tool result, never a turn failure (TOOLCALL-008)
+            result = ToolMessage(content=f"Error: {exc}", tool_call_id=call_id, name=name, status="error")
+        result.name = name
+        output = result.content if isinstance(result.content, str) else str(result.content)
+        await adispatch_custom_event(
+            "tool_end", {"tool_call_id": call_id, "tool_name": name, "tool_output": output}, config=config
+        )
+        return stamp(result)
+
+    async def tool_node(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
+        calls = state["messages"][-1].tool_calls
+        return {"messages": list(await asyncio.gather(*(run_tool(call, config) for call in calls)))}
+
+    async def title_generator(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
+        """One title generation per session, without tools (TESTABILITY-003); failure keeps the title (TITLE-006)."""
+        messages = state["messages"]
+        question = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+        answer = messages[-1]
+        prompt = [SystemMessage(TITLE_PROMPT), HumanMessage(_text(question)), AIMessage(_text(answer))]
+        try:
+            reply = await models.build(current_llm_settings()).ainvoke(prompt, config)
+        except Exception:
+            return {"title_attempted": True}
+        title = clean_title(_text(reply))
+        return {"title_attempted": True, "conversation_title": title or None}
+
+    graph = StateGraph(CopilotState)
+    graph.add_node(LLM_NODE, llm_call)
+    graph.add_node(TOOL_NODE, tool_node)
+    graph.add_node(TITLE_NODE, title_generator)
+    graph.add_edge(START, LLM_NODE)
+    graph.add_conditional_edges(LLM_NODE, should_continue, [TOOL_NODE, TITLE_NODE, END])
+    graph.add_edge(TOOL_NODE, LLM_NODE)
+    graph.add_edge(TITLE_NODE, END)
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,45 @@
+"""Chat models built from the request's LLM settings: the in-process fake LLM or an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from langchain_core.language_models import BaseChatModel
+from langchain_openai import ChatOpenAI
+
+from fake_llm.chat_model import FakeScriptedChatModel
+from fake_llm.request_log import RequestLog
+from fake_llm.scripts import ScriptLibrary
+
+from .context import LlmSettings
+
+
+class ChatModelFactory:
+    def __init__(self, library: ScriptLibrary, request_log: RequestLog) -> None:
+        self.library = library
+        self.request_log = request_log
+
+    def build(self, settings: LlmSettings, *, temperature: float | None = None) -> BaseChatModel:
+        effective = settings.temperature if temperature is None else temperature
+        if settings.provider == "fake":
+            return FakeScriptedChatModel(
+                library=self.library, request_log=self.request_log, model_name=settings.model, temperature=effective
+            )
+        return _openai_model(settings.base_url, settings.api_key or "", settings.model, effective, settings.max_tokens)
+
+
+@lru_cache(maxsize=64)
+def _openai_model(
+    base_url: str | None, api_key: str, model: str, temperature: float, max_tokens: int | None
+) -> ChatOpenAI:
+    # Cached per configuration: each ChatOpenAI owns an HTTP connection pool. stream_usage asks the server
+    # for the final usage chunk that the statistics need (STATS-003).
+    return ChatOpenAI(
+        base_url=base_url,
+        api_key=api_key,
+        model=model,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        streaming=True,
+        stream_usage=True,
+    )

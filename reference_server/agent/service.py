@@ -1,0 +1,187 @@
+"""AgentService: the chat data and the agent of one project, over one SQLite file (DB-001..007)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import aiosqlite
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+from generated.api.chat_session import ChatSession
+from generated.api.conversation_history import ConversationHistory
+
+from .converters import history_to_openai
+from .graph import TITLE_NODE, TOOL_NODE, build_graph, stamp
+from .llm_factory import ChatModelFactory
+from .sessions_repo import NEW_TITLE, ChatSessionsRepository, TurnTotals, migrate
+from .stream_translator import StreamTranslator
+from .tools import make_tools
+from .turn import Turn
+
+log = logging.getLogger(__name__)
+
+DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"
+CANCELLED_TOOL_OUTPUT = "Cancelled: the turn was stopped before this tool call finished."
+
+
+def database_path(project_dir: Path) -> Path:
+    return project_dir / DB_RELATIVE_PATH
+
+
+async def _connect(path: Path) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path)
+    await conn.execute("PRAGMA journal_mode=WAL")  # DB-002
+    await conn.execute("PRAGMA busy_timeout=10000")
+    return conn
+
+
+class AgentService:
+    def __init__(
+        self,
+        project_id: str,
+        project_dir: Path,
+        models: ChatModelFactory,
+        *,
+        heartbeat_interval: float,
+        title_counts_in_stats: bool,
+    ) -> None:
+        self.project_id = project_id
+        self.project_dir = project_dir
+        self.models = models
+        self.heartbeat_interval = heartbeat_interval
+        self.title_counts_in_stats = title_counts_in_stats
+        self.running: dict[str, Turn | None] = {}  # None: reserved, the turn is starting
+        self.applied_migrations: list[str] = []
+
+    @property
+    def db_path(self) -> Path:
+        return database_path(self.project_dir)
+
+    async def open(self) -> None:
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        # Two connections: the checkpointer owns its transactions, the repository its own.
+        self._repo_conn = await _connect(self.db_path)
+        self._repo_conn.row_factory = aiosqlite.Row
+        self.applied_migrations = await migrate(self._repo_conn)
+        self._saver_conn = await _connect(self.db_path)
+        self.saver = AsyncSqliteSaver(self._saver_conn)
+        await self.saver.setup()
+        self.repo = ChatSessionsRepository(self._repo_conn, self.project_id)
+        self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
+
+    async def close(self) -> None:
+        turns = self._turns()
+        for turn in turns:
+            turn.stop("project closed")
+        await asyncio.gather(*(turn.finished.wait() for turn in turns))
+        await self._saver_conn.close()
+        await self._repo_conn.close()
+
+    # --- turns ------------------------------------------------------------------------------------------
+
+    def is_busy(self, session_id: str) -> bool:
+        return session_id in self.running
+
+    def reserve(self, session_id: str) -> None:
+        """Mark a session busy in the event-loop step that checked it, before any await (CONCURRENCY-001)."""
+        self.running[session_id] = None
+
+    def release(self, session_id: str) -> None:
+        if self.running.get(session_id) is None:
+            self.running.pop(session_id, None)
+
+    def _turns(self) -> list[Turn]:
+        return [turn for turn in self.running.values() if turn is not None]
+
+    def start_turn(self, session: ChatSession, message: str) -> Turn:
+        """Start a turn; the caller checked ownership and busyness in the same event-loop step."""
+        session_id = session.thread_id
+        config = {
+            "configurable": {"thread_id": session_id, "project_id": self.project_id},
+            "metadata": {"user_id": session.user_id},
+        }
+        graph_input: dict = {"messages": [stamp(HumanMessage(message))]}
+        if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
+            graph_input["title_attempted"] = True
+
+        def events():
+            return self.graph.astream_events(graph_input, config, version="v2")
+
+        turn = Turn(
+            session_id=session_id,
+            events=events,
+            translator=StreamTranslator(session_id, self.title_counts_in_stats),
+            finish=self._finish_turn,
+            heartbeat_interval=self.heartbeat_interval,
+        )
+        self.running[session_id] = turn
+        turn.start()
+        return turn
+
+    async def _finish_turn(self, turn: Turn) -> None:
+        try:
+            config = {"configurable": {"thread_id": turn.session_id}}
+            state = await self.graph.aget_state(config)
+            messages = list(state.values.get("messages", []))
+            repair = _answers_for_unfinished_calls(messages)
+            if repair:  # a stopped turn must not leave tool calls without results in the history
+                await self.graph.aupdate_state(config, {"messages": repair}, as_node=TOOL_NODE)
+                messages += repair
+            totals = TurnTotals(
+                message_count=len(messages),
+                llm_calls=turn.stats.llm_calls,
+                input_tokens=turn.stats.input_tokens,
+                output_tokens=turn.stats.output_tokens,
+                generated_title=state.values.get("conversation_title"),
+            )
+            await self.repo.record_turn(turn.session_id, totals)
+        finally:
+            self.running.pop(turn.session_id, None)
+
+    async def abort(self, session_id: str) -> bool:
+        turn = self.running.get(session_id)
+        if turn is None:
+            return False
+        turn.stop("aborted")
+        return True
+
+    # --- sessions ---------------------------------------------------------------------------------------
+
+    async def history(self, session: ChatSession, limit: int) -> ConversationHistory:
+        state = await self.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
+        messages = history_to_openai(session.thread_id, list(state.values.get("messages", [])))
+        return ConversationHistory(
+            thread_id=session.thread_id,
+            title=session.title,
+            messages=messages[-limit:],
+            created_at=session.created_at,
+            updated_at=session.updated_at,
+            llm_calls=session.llm_calls_count,
+        )
+
+    async def delete_session(self, session_id: str) -> bool:
+        turn = self.running.get(session_id)
+        if turn is not None:
+            turn.stop("session deleted")
+            await turn.finished.wait()
+        deleted = await self.repo.delete(session_id)
+        await self.saver.adelete_thread(session_id)  # checkpoints and writes (DB-006)
+        return deleted
+
+
+def _answers_for_unfinished_calls(messages: list) -> list[ToolMessage]:
+    last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if last_ai is None or not last_ai.tool_calls:
+        return []
+    answered = {m.tool_call_id for m in messages[messages.index(last_ai) :] if isinstance(m, ToolMessage)}
+    return [
+        stamp(ToolMessage(CANCELLED_TOOL_OUTPUT, tool_call_id=c["id"], name=c["name"], status="error"))
+        for c in last_ai.tool_calls
+        if c["id"] not in answered
+    ]
+
+
+__all__ = ["AgentService", "TITLE_NODE", "database_path"]

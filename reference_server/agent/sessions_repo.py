@@ -1,0 +1,165 @@
+"""ChatSessionsRepository: the `chat_sessions` table of one project database (DB-003, DB-004, MIGRATION-*)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+import spec
+from generated.api.chat_session import ChatSession
+from reference_server.timestamps import later_than, normalise, utc_now
+
+NEW_TITLE = "New Conversation"  # TITLE-001
+MANUAL_TITLE = "manual"  # metadata.title_source once a user renamed the session (TITLE-003)
+
+# The listing query's filter and order are both served by one index, so GET /sessions does not sort
+# (bench/ shows the plan). The contract's indexes (DB-004) are kept; this one is extra.
+LISTING_INDEX = (
+    "CREATE INDEX IF NOT EXISTS idx_sessions_listing "
+    "ON chat_sessions(user_id, project_id, pinned DESC, updated_at DESC, id DESC)"
+)
+LISTING_QUERY = (
+    "SELECT * FROM chat_sessions WHERE user_id = ? AND project_id = ? ORDER BY pinned DESC, updated_at DESC, id DESC"
+)
+
+
+@dataclass(frozen=True)
+class TurnTotals:
+    """What one turn adds to a session (STATS-001..005); written in one UPDATE (STATS-007)."""
+
+    message_count: int  # absolute: the history's length after the turn
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    generated_title: str | None
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    """A JSON column as an object; legacy rows may hold anything, which reads as null rather than failing."""
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _row_to_session(row: aiosqlite.Row) -> ChatSession:
+    data = dict(row)
+    for key in ("metadata", "stats"):
+        data[key] = _json_object(data[key])
+    for key in ("created_at", "updated_at", "last_message_at"):
+        data[key] = normalise(data[key])
+    data["pinned"] = bool(data["pinned"])
+    return ChatSession.model_validate(data)
+
+
+async def migrate(db: aiosqlite.Connection) -> list[str]:
+    """Bring `chat_sessions` to the contract's schema in place; idempotent (MIGRATION-001, MIGRATION-003).
+
+    The legacy schemas and their upgrade statements are data in spec/db/contract.yaml; each upgrade runs only
+    when its schema is detected, before the DDL of spec/db/schema.sql creates what is still missing.
+    """
+    applied: list[str] = []
+    async with db.execute("PRAGMA table_info(chat_sessions)") as cursor:
+        columns = {row[1] for row in await cursor.fetchall()}
+    contract = spec.load_document(spec.DB_DIR / "contract.yaml")
+    if columns and "pinned" not in columns:
+        legacy = next(s for s in contract["legacy_schemas"] if s["name"] == "v0-before-pinned")
+        for statement in legacy["upgrade"]:
+            await db.execute(statement)
+        applied.append(legacy["name"])
+    await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))
+    await db.execute(LISTING_INDEX)
+    await db.commit()
+    return applied
+
+
+class ChatSessionsRepository:
+    def __init__(self, db: aiosqlite.Connection, project_id: str) -> None:
+        self.db = db
+        self.project_id = project_id
+        # One writer at a time, so that each read-modify-write of updated_at is atomic (LIST-003).
+        self._write_lock = asyncio.Lock()
+
+    async def get(self, thread_id: str) -> ChatSession | None:
+        async with self.db.execute("SELECT * FROM chat_sessions WHERE thread_id = ?", (thread_id,)) as cursor:
+            row = await cursor.fetchone()
+        return None if row is None else _row_to_session(row)
+
+    async def list_for(self, user_id: str) -> list[ChatSession]:
+        async with self.db.execute(LISTING_QUERY, (user_id, self.project_id)) as cursor:
+            return [_row_to_session(row) for row in await cursor.fetchall()]
+
+    async def create(self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None) -> ChatSession:
+        now = utc_now()
+        async with self._write_lock:
+            await self.db.execute(
+                "INSERT INTO chat_sessions (thread_id, user_id, project_id, title, created_at, updated_at, metadata,"
+                " pinned) VALUES (?, ?, ?, ?, ?, ?, ?, FALSE)",
+                (thread_id, user_id, self.project_id, NEW_TITLE, now, now, json.dumps(metadata or {})),
+            )
+            await self.db.commit()
+        return await self.get(thread_id)
+
+    async def _mutate(self, thread_id: str, assignments: str, params: tuple[Any, ...]) -> ChatSession | None:
+        """Apply one UPDATE that also moves updated_at strictly forward (LIST-003)."""
+        async with self._write_lock:
+            async with self.db.execute(
+                "SELECT updated_at FROM chat_sessions WHERE thread_id = ?", (thread_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                return None
+            await self.db.execute(
+                f"UPDATE chat_sessions SET {assignments}, updated_at = ? WHERE thread_id = ?",
+                (*params, later_than(row[0]), thread_id),
+            )
+            await self.db.commit()
+        return await self.get(thread_id)
+
+    async def rename(self, thread_id: str, title: str) -> ChatSession | None:
+        return await self._mutate(
+            thread_id,
+            "title = ?, "
+            "metadata = json_set(CASE WHEN json_valid(metadata) THEN metadata ELSE '{}' END, '$.title_source', ?)",
+            (title, MANUAL_TITLE),
+        )
+
+    async def set_pinned(self, thread_id: str, pinned: bool) -> ChatSession | None:
+        current = await self.get(thread_id)
+        if current is None or current.pinned == pinned:  # idempotent: not a mutation (PIN-001, LIST-003)
+            return current
+        return await self._mutate(thread_id, "pinned = ?", (pinned,))
+
+    async def record_turn(self, thread_id: str, totals: TurnTotals) -> ChatSession | None:
+        """Statistics and title of one turn, in one UPDATE (STATS-007); a manual title is kept (TITLE-003)."""
+        return await self._mutate(
+            thread_id,
+            "message_count = ?, llm_calls_count = llm_calls_count + ?, input_tokens = input_tokens + ?, "
+            "output_tokens = output_tokens + ?, total_tokens = total_tokens + ?, last_message_at = ?, "
+            "title = CASE WHEN ? IS NOT NULL AND title = ? "
+            "AND NOT (json_valid(metadata) AND COALESCE(json_extract(metadata, '$.title_source'), '') = ?) "
+            "THEN ? ELSE title END",
+            (
+                totals.message_count,
+                totals.llm_calls,
+                totals.input_tokens,
+                totals.output_tokens,
+                totals.input_tokens + totals.output_tokens,
+                utc_now(),
+                totals.generated_title,
+                NEW_TITLE,
+                MANUAL_TITLE,
+                totals.generated_title,
+            ),
+        )
+
+    async def delete(self, thread_id: str) -> bool:
+        async with self._write_lock:
+            cursor = await self.db.execute("DELETE FROM chat_sessions WHERE thread_id = ?", (thread_id,))
+            await self.db.commit()
+        return cursor.rowcount > 0

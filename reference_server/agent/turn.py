@@ -1,0 +1,98 @@
+"""One turn of one session: runs the graph in its own task, feeds a queue of contract events, and always
+finishes with statistics written and `done` queued, however it ends (STATS-005, ERRSTREAM-001, ABORT-002).
+
+The HTTP response only reads the queue. A client that disconnects, or an abort, stops the graph task; the
+turn task itself is never cancelled, so the finishing work cannot be cut short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from generated.events.done import DoneEvent
+from generated.events.error import ErrorEvent
+from generated.events.heartbeat import HeartbeatEvent
+
+from .stream_translator import Event, StreamTranslator, TurnStatistics
+
+log = logging.getLogger(__name__)
+
+_END = object()
+
+
+class Turn:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        events: Callable[[], AsyncIterator[dict[str, Any]]],
+        translator: StreamTranslator,
+        finish: Callable[[Turn], Awaitable[None]],
+        heartbeat_interval: float,
+    ) -> None:
+        self.session_id = session_id
+        self._events = events
+        self.translator = translator
+        self._finish = finish
+        self.heartbeat_interval = heartbeat_interval
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._graph_task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.stop_reason: str | None = None
+        self.error: BaseException | None = None
+        self.finished = asyncio.Event()
+
+    @property
+    def stats(self) -> TurnStatistics:
+        return self.translator.stats
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"turn:{self.session_id}")
+
+    def stop(self, reason: str) -> None:
+        """Stop the graph at its next await; the turn still finishes normally (ABORT-001, disconnects)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self._graph_task is not None and not self._graph_task.done():
+            self._graph_task.cancel()
+
+    async def _drive(self) -> None:
+        async for raw in self._events():
+            for event in self.translator.translate(raw):
+                self._queue.put_nowait(event)
+
+    async def _run(self) -> None:
+        self._graph_task = asyncio.create_task(self._drive(), name=f"graph:{self.session_id}")
+        if self.stop_reason is not None:
+            self._graph_task.cancel()
+        await asyncio.wait([self._graph_task])
+        if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
+            self.error = error
+            log.warning("turn of session %s failed: %r", self.session_id, error)
+            message = str(error) or type(error).__name__
+            self._queue.put_nowait(
+                ErrorEvent(type="error", error=message, code="llm_error", session_id=self.session_id).model_dump()
+            )
+        try:
+            await self._finish(self)
+        except Exception:  # the stream still ends with done; the log tells what went wrong
+            log.exception("finishing the turn of session %s failed", self.session_id)
+        finally:
+            self._queue.put_nowait(DoneEvent(type="done", session_id=self.session_id).model_dump())
+            self._queue.put_nowait(_END)
+            self.finished.set()
+
+    async def stream(self) -> AsyncIterator[Event]:
+        """The turn's events, with a heartbeat whenever nothing came for the interval (HEARTBEAT-001)."""
+        while True:
+            try:
+                item = await asyncio.wait_for(self._queue.get(), timeout=self.heartbeat_interval)
+            except TimeoutError:
+                yield HeartbeatEvent(type="heartbeat", session_id=self.session_id).model_dump()
+                continue
+            if item is _END:
+                return
+            yield item

@@ -1,0 +1,37 @@
+"""The reference server's application: controller surface + chat API, one `Services` per app."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+import spec
+
+from .chat.routes import build_router
+from .controller.routes import router as controller_router
+from .errors import install_handlers
+from .services import Services
+from .settings import Settings
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.services = await Services.start(settings)
+        try:
+            yield
+        finally:
+            await app.state.services.stop()
+
+    app = FastAPI(
+        title="GNS3 Copilot Chat API: reference server",
+        version=spec.contract_version(),
+        description="Implements spec/openapi.yaml; the contract is spec/, not this app's generated OpenAPI.",
+        lifespan=lifespan,
+    )
+    install_handlers(app)
+    app.include_router(controller_router)
+    app.include_router(build_router(settings.chat_prefix))
+    return app

@@ -1,0 +1,112 @@
+"""Every check of a chat request, in order, before any stream begins (PRECHECK-001).
+
+Routes take raw path and query strings and call these in a fixed order, so that authentication comes first
+(AUTH-001) and FastAPI never answers a malformed parameter before the caller is known.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Request
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from generated.api.abort_result import SessionId
+from generated.api.chat_session import ChatSession
+from reference_server.agent.context import LlmSettings
+from reference_server.agent.service import AgentService
+from reference_server.auth import Caller
+from reference_server.errors import ApiError, from_pydantic, validation_failed
+
+HISTORY_LIMIT = TypeAdapter(int)
+HISTORY_LIMIT_RANGE = (1, 1000)
+HISTORY_LIMIT_DEFAULT = 100
+
+
+async def opened_project(project_id: str, request: Request) -> AgentService:
+    """404 for an unknown project (PROJECT-001), 403 for one that is not opened (PROJECT-002)."""
+    services = request.app.state.services
+    project = await services.store.project(project_id)
+    if project is None:
+        raise ApiError(404, "project_not_found", f"Project {project_id} does not exist")
+    service = services.manager.get(project_id)
+    if project.status != "opened" or service is None:
+        raise ApiError(
+            403, "project_not_opened", f"Project must be opened to use chat. Current status: {project.status}"
+        )
+    return service
+
+
+def valid_session_id(session_id: str) -> str:
+    """SESSION-003, for ids in the path."""
+    try:
+        return SessionId.model_validate(session_id).root
+    except ValidationError as exc:
+        raise from_pydantic(exc, ("path", "session_id")) from exc
+
+
+async def json_body(request: Request, model: type[BaseModel]) -> Any:
+    """400 for a body that is not JSON (INPUT-009); 422 for one that does not fit the model (INPUT-006, -007)."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_pydantic(exc, ("body",)) from exc
+
+
+def history_limit(request: Request) -> int:
+    """HISTORY-006, HISTORY-007."""
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return HISTORY_LIMIT_DEFAULT
+    low, high = HISTORY_LIMIT_RANGE
+    try:
+        value = HISTORY_LIMIT.validate_strings(raw, strict=True)
+    except ValidationError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise validation_failed(
+            [
+                {
+                    "loc": ["query", "limit"],
+                    "msg": f"limit must be an integer from {low} to {high}",
+                    "type": "value_error",
+                }
+            ]
+        )
+    return value
+
+
+async def owned_session(service: AgentService, session_id: str, caller: Caller) -> ChatSession:
+    """404 for a missing session and for another user's (ISOLATION-001)."""
+    session = await service.repo.get(session_id)
+    if session is None or session.user_id != caller.user.user_id:
+        raise ApiError(404, "session_not_found", f"Session {session_id} not found")
+    return session
+
+
+async def llm_settings(request: Request, caller: Caller, temperature: float | None) -> LlmSettings:
+    """The caller's LLM configuration with its key decrypted, in memory only (LLM-001, SECRET-001)."""
+    services = request.app.state.services
+    configs = await services.store.llm_configs(caller.user.user_id)
+    if not configs:
+        raise ApiError(
+            400, "llm_not_configured", "LLM configuration not found. Please configure your LLM settings first."
+        )
+    chosen = configs[0]  # the default one when there is one (ordered by is_default)
+    api_key = services.secrets.open(chosen["api_key_sealed"]) if chosen["api_key_sealed"] else None
+    return LlmSettings(
+        provider=chosen["provider"],
+        model=chosen["model"],
+        base_url=chosen["base_url"],
+        api_key=api_key,
+        max_tokens=chosen["max_tokens"],
+        temperature=chosen["temperature"] if temperature is None else temperature,
+    )  # INPUT-005

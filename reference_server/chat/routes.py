@@ -1,0 +1,125 @@
+"""The chat API of spec/openapi.yaml, under the configured chat path prefix."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import StreamingResponse
+
+from generated.api.abort_result import AbortResult
+from generated.api.chat_request import ChatRequest
+from generated.api.chat_session import ChatSession
+from generated.api.conversation_history import ConversationHistory
+from generated.api.rename_request import RenameSessionRequest
+from reference_server.agent.context import set_request_context
+from reference_server.agent.turn import Turn
+from reference_server.auth import Caller, authenticated
+from reference_server.errors import ApiError
+
+from .preconditions import history_limit, json_body, llm_settings, opened_project, owned_session, valid_session_id
+
+Authenticated = Annotated[Caller, Depends(authenticated)]
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # FRAME-004
+
+
+def sse_frames(turn: Turn) -> AsyncIterator[str]:
+    """`data: <json>\\n\\n` per event and nothing else (FRAME-002, FRAME-003)."""
+
+    async def frames() -> AsyncIterator[str]:
+        try:
+            async for event in turn.stream():
+                yield f"data: {json.dumps(event, ensure_ascii=False, separators=(',', ':'))}\n\n"
+        finally:
+            if not turn.finished.is_set():  # the client went away: stop the graph, keep the bookkeeping
+                turn.stop("client disconnected")
+
+    return frames()
+
+
+def build_router(prefix: str) -> APIRouter:
+    router = APIRouter(prefix=prefix, tags=["Chat"])
+
+    @router.post("/stream")
+    async def stream_chat(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
+        service = await opened_project(project_id, request)
+        body: ChatRequest = await json_body(request, ChatRequest)
+        llm = await llm_settings(request, caller, body.temperature)
+        session_id = body.session_id.root if body.session_id is not None else str(uuid.uuid4())  # SESSION-001
+        session = await service.repo.get(session_id)
+        if session is not None and session.user_id != caller.user.user_id:  # ISOLATION-002
+            raise ApiError(404, "session_not_found", f"Session {session_id} not found")
+        if service.is_busy(session_id):  # CONCURRENCY-001
+            raise ApiError(409, "session_busy", "Session is busy with another turn")
+        service.reserve(session_id)  # in this event-loop step; start_turn replaces the reservation
+        try:
+            if session is None:  # SESSION-002
+                session = await service.repo.create(session_id, caller.user.user_id)
+            set_request_context(llm, caller.token)  # copied into the turn's tasks, never into the graph config
+            turn = service.start_turn(session, body.message)
+        except BaseException:
+            service.release(session_id)
+            raise
+        return StreamingResponse(sse_frames(turn), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    @router.get("/sessions")
+    async def list_sessions(project_id: str, request: Request, caller: Authenticated) -> list[ChatSession]:
+        service = await opened_project(project_id, request)
+        return await service.repo.list_for(caller.user.user_id)
+
+    @router.get("/sessions/{session_id}/history")
+    async def session_history(
+        project_id: str, session_id: str, request: Request, caller: Authenticated
+    ) -> ConversationHistory:
+        service = await opened_project(project_id, request)
+        session_id = valid_session_id(session_id)
+        limit = history_limit(request)
+        session = await owned_session(service, session_id, caller)
+        return await service.history(session, limit)
+
+    @router.patch("/sessions/{session_id}")
+    async def rename_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> ChatSession:
+        service = await opened_project(project_id, request)
+        session_id = valid_session_id(session_id)
+        body: RenameSessionRequest = await json_body(request, RenameSessionRequest)
+        await owned_session(service, session_id, caller)
+        return await service.repo.rename(session_id, body.title)
+
+    @router.delete("/sessions/{session_id}", status_code=204)
+    async def delete_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> Response:
+        service = await opened_project(project_id, request)
+        session_id = valid_session_id(session_id)
+        await owned_session(service, session_id, caller)
+        await service.delete_session(session_id)
+        return Response(status_code=204)
+
+    async def _set_pinned(
+        project_id: str, session_id: str, request: Request, caller: Caller, pinned: bool
+    ) -> ChatSession:
+        service = await opened_project(project_id, request)
+        session_id = valid_session_id(session_id)
+        await owned_session(service, session_id, caller)
+        return await service.repo.set_pinned(session_id, pinned)
+
+    @router.put("/sessions/{session_id}/pin")
+    async def pin_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> ChatSession:
+        return await _set_pinned(project_id, session_id, request, caller, True)
+
+    @router.delete("/sessions/{session_id}/pin")
+    async def unpin_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> ChatSession:
+        return await _set_pinned(project_id, session_id, request, caller, False)
+
+    @router.post("/sessions/{session_id}/abort")
+    async def abort_session_turn(
+        project_id: str, session_id: str, request: Request, caller: Authenticated
+    ) -> AbortResult:
+        service = await opened_project(project_id, request)
+        session_id = valid_session_id(session_id)
+        await owned_session(service, session_id, caller)
+        return AbortResult(session_id=session_id, aborted=await service.abort(session_id))  # ABORT-002, -003
+
+    return router

@@ -1,0 +1,69 @@
+"""`python -m reference_server` / `copilot-reference-server`: serve the reference implementation."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import click
+import uvicorn
+from pydantic import ValidationError
+
+from .app import create_app
+from .settings import ENV_PREFIX, Settings, load_settings
+
+
+def _option(name: str):
+    field = Settings.model_fields[name]
+    flag = "--" + name.replace("_", "-")
+    env = f"{ENV_PREFIX}{name.upper()}"
+    default = field.default if field.default_factory is None else "(see below)"
+    help_text = f"{field.description} [env {env}; default {default}]"
+    if field.annotation is bool:
+        return click.option(flag + "/--no-" + name.replace("_", "-"), default=None, help=help_text)
+    if name == "fake_llm_scripts":
+        return click.option(flag, multiple=True, type=click.Path(path_type=Path), help=help_text)
+    return click.option(flag, default=None, help=help_text)
+
+
+def _with_setting_options(command):
+    for name in reversed(list(Settings.model_fields)):
+        command = _option(name)(command)
+    return command
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120})
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="YAML file of settings (same names as the options, with underscores).",
+)
+@_with_setting_options
+def main(config_file: Path | None, **options) -> None:
+    """Serve the GNS3 Copilot Chat API reference server.
+
+    Precedence: command line > COPILOT_REF_* environment > --config file > defaults. The data directory
+    defaults to $XDG_DATA_HOME/gns3-copilot-reference-server (~/.local/share/...). A new data directory
+    gets the admin account (admin/admin) whose LLM is the in-process scripted fake LLM.
+    """
+    if not options.get("fake_llm_scripts"):
+        options.pop("fake_llm_scripts", None)
+    try:
+        settings = load_settings(config_file, **options)
+    except (ValidationError, ValueError) as exc:
+        raise click.BadParameter(str(exc)) from exc
+    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    host, port = sock.getsockname()[:2]
+    prefix = settings.chat_prefix
+    click.echo(f"reference server listening on http://{host}:{port} (chat prefix {prefix}, data {settings.data_dir})")
+    sys.stdout.flush()
+    config = uvicorn.Config(create_app(settings), log_level=settings.log_level, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

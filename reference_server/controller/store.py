@@ -1,0 +1,219 @@
+"""The controller's own database: users, projects and per-user LLM configurations (not the chat data)."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from reference_server.timestamps import utc_now
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS users (
+    user_id TEXT PRIMARY KEY,
+    username TEXT NOT NULL UNIQUE,
+    password_hash TEXT NOT NULL,
+    full_name TEXT,
+    email TEXT,
+    is_superadmin BOOLEAN NOT NULL DEFAULT FALSE,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS projects (
+    project_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    status TEXT NOT NULL CHECK (status IN ('opened', 'closed')),
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS llm_model_configs (
+    config_id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    model_type TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    base_url TEXT,
+    model TEXT NOT NULL,
+    temperature REAL NOT NULL,
+    max_tokens INTEGER,
+    api_key_sealed TEXT,
+    context_limit INTEGER,
+    copilot_mode TEXT,
+    is_default BOOLEAN NOT NULL DEFAULT FALSE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    username: str
+    password_hash: str
+    full_name: str | None
+    email: str | None
+    is_superadmin: bool
+    created_at: str
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "username": self.username,
+            "full_name": self.full_name,
+            "email": self.email,
+            "is_active": True,
+            "is_superadmin": self.is_superadmin,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class Project:
+    project_id: str
+    name: str
+    status: str
+    created_at: str
+
+
+class Conflict(Exception):
+    pass
+
+
+class ControllerStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: aiosqlite.Connection | None = None
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = await aiosqlite.connect(self.path)
+        self._db.row_factory = aiosqlite.Row
+        await self._db.execute("PRAGMA foreign_keys = ON")
+        await self._db.executescript(SCHEMA)
+        await self._db.commit()
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        assert self._db is not None, "ControllerStore.open() was not awaited"
+        return self._db
+
+    # --- users ------------------------------------------------------------------------------------------
+
+    async def count_users(self) -> int:
+        async with self.db.execute("SELECT COUNT(*) FROM users") as cursor:
+            return (await cursor.fetchone())[0]
+
+    async def add_user(
+        self,
+        username: str,
+        password_hash: str,
+        *,
+        is_superadmin: bool = False,
+        full_name: str | None = None,
+        email: str | None = None,
+    ) -> User:
+        user = User(str(uuid.uuid4()), username, password_hash, full_name, email, is_superadmin, utc_now())
+        try:
+            await self.db.execute(
+                "INSERT INTO users VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (user.user_id, username, password_hash, full_name, email, is_superadmin, user.created_at),
+            )
+            await self.db.commit()
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f"Username '{username}' is already registered") from exc
+        return user
+
+    async def _user(self, where: str, value: str) -> User | None:
+        async with self.db.execute(f"SELECT * FROM users WHERE {where} = ?", (value,)) as cursor:
+            row = await cursor.fetchone()
+        return None if row is None else User(**{**dict(row), "is_superadmin": bool(row["is_superadmin"])})
+
+    async def user_by_id(self, user_id: str) -> User | None:
+        return await self._user("user_id", user_id)
+
+    async def user_by_name(self, username: str) -> User | None:
+        return await self._user("username", username)
+
+    async def list_users(self) -> list[User]:
+        async with self.db.execute("SELECT user_id FROM users ORDER BY created_at") as cursor:
+            ids = [row[0] for row in await cursor.fetchall()]
+        return [user for user_id in ids if (user := await self.user_by_id(user_id))]
+
+    # --- projects ---------------------------------------------------------------------------------------
+
+    async def add_project(self, name: str) -> Project:
+        project = Project(str(uuid.uuid4()), name, "opened", utc_now())
+        try:
+            await self.db.execute("INSERT INTO projects VALUES (?, ?, ?, ?)", tuple(project.__dict__.values()))
+            await self.db.commit()
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f'Project "{name}" already exists') from exc
+        return project
+
+    async def project(self, project_id: str) -> Project | None:
+        async with self.db.execute("SELECT * FROM projects WHERE project_id = ?", (project_id,)) as cursor:
+            row = await cursor.fetchone()
+        return None if row is None else Project(**dict(row))
+
+    async def list_projects(self) -> list[Project]:
+        async with self.db.execute("SELECT * FROM projects ORDER BY created_at, name") as cursor:
+            return [Project(**dict(row)) for row in await cursor.fetchall()]
+
+    async def set_project_status(self, project_id: str, status: str) -> None:
+        await self.db.execute("UPDATE projects SET status = ? WHERE project_id = ?", (status, project_id))
+        await self.db.commit()
+
+    async def remove_project(self, project_id: str) -> None:
+        await self.db.execute("DELETE FROM projects WHERE project_id = ?", (project_id,))
+        await self.db.commit()
+
+    # --- LLM model configurations -------------------------------------------------------------------------
+
+    async def add_llm_config(self, user_id: str, values: dict[str, Any]) -> dict[str, Any]:
+        now = utc_now()
+        row = {"config_id": str(uuid.uuid4()), "user_id": user_id, **values, "created_at": now, "updated_at": now}
+        columns = ", ".join(row)
+        await self.db.execute(
+            f"INSERT INTO llm_model_configs ({columns}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())
+        )
+        await self.db.commit()
+        return await self.llm_config(user_id, row["config_id"])
+
+    async def llm_config(self, user_id: str, config_id: str) -> dict[str, Any] | None:
+        async with self.db.execute(
+            "SELECT * FROM llm_model_configs WHERE user_id = ? AND config_id = ?", (user_id, config_id)
+        ) as cursor:
+            row = await cursor.fetchone()
+        return None if row is None else dict(row)
+
+    async def llm_configs(self, user_id: str) -> list[dict[str, Any]]:
+        async with self.db.execute(
+            "SELECT * FROM llm_model_configs WHERE user_id = ? ORDER BY is_default DESC, created_at, config_id",
+            (user_id,),
+        ) as cursor:
+            return [dict(row) for row in await cursor.fetchall()]
+
+    async def update_llm_config(self, user_id: str, config_id: str, values: dict[str, Any]) -> dict[str, Any] | None:
+        if values:
+            assignments = ", ".join(f"{column} = ?" for column in values)
+            await self.db.execute(
+                f"UPDATE llm_model_configs SET {assignments}, updated_at = ? WHERE user_id = ? AND config_id = ?",
+                (*values.values(), utc_now(), user_id, config_id),
+            )
+            await self.db.commit()
+        return await self.llm_config(user_id, config_id)
+
+    async def remove_llm_config(self, user_id: str, config_id: str) -> bool:
+        cursor = await self.db.execute(
+            "DELETE FROM llm_model_configs WHERE user_id = ? AND config_id = ?", (user_id, config_id)
+        )
+        await self.db.commit()
+        return cursor.rowcount > 0

@@ -1,0 +1,68 @@
+"""Settings of the reference server: defaults < config file (YAML) < environment < command line."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+import spec
+
+ENV_PREFIX = "COPILOT_REF_"
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "gns3-copilot-reference-server"
+
+
+class Settings(BaseSettings):
+    """Every setting can come from `--config FILE`, from `COPILOT_REF_<NAME>` or from `--<name>`."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_assignment=True)
+
+    host: str = Field("127.0.0.1", description="Interface to listen on.")
+    port: int = Field(3080, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="Controller database, secrets and project directories.",
+    )
+    chat_prefix: str = Field(spec.default_prefix(), description="Chat path prefix; must contain {project_id}.")
+    heartbeat_interval: float = Field(15.0, gt=0, le=3600, description="Seconds of silence before a heartbeat.")
+    title_counts_in_stats: bool = Field(True, description="Count the title generation in the statistics.")
+    admin_username: str = Field("admin", min_length=3, description="Seeded when the controller database is new.")
+    admin_password: str = Field("admin", min_length=1, description="Seeded when the controller database is new.")
+    token_ttl_seconds: int = Field(86400, gt=0, description="Lifetime of access tokens.")
+    fake_llm_scripts: list[Path] = Field(
+        default_factory=list, description="Extra script folders for the in-process fake LLM."
+    )
+    log_level: str = Field("info", description="uvicorn log level.")
+
+    @field_validator("chat_prefix")
+    @classmethod
+    def _prefix_has_project(cls, value: str) -> str:
+        if "{project_id}" not in value or not value.startswith("/") or value.endswith("/"):
+            raise ValueError("must start with '/', contain '{project_id}' and not end with '/'")
+        return value
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.data_dir / "projects"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings; `overrides` (from the command line) win over the environment, which wins over the file."""
+    file_values: dict[str, Any] = {}
+    if config_file is not None:
+        loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{config_file}: expected a mapping of setting names to values")
+        file_values = {key.replace("-", "_"): value for key, value in loaded.items()}
+    env_names = {name for name in Settings.model_fields if f"{ENV_PREFIX}{name}".upper() in os.environ}
+    merged = {k: v for k, v in file_values.items() if k not in env_names}
+    merged.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**merged)
