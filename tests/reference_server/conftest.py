@@ -1,0 +1,206 @@
+"""Fixtures for the reference server's own tests: an in-process app (ASGI) and a real server process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance.framing import parse_stream
+from reference_server.app import create_app
+from reference_server.settings import Settings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class Stream:
+    status: int
+    headers: httpx.Headers
+    text: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    frame_violations: list[Any] = field(default_factory=list)
+
+    @property
+    def types(self) -> list[str]:
+        return [event["type"] for event in self.events]
+
+    @property
+    def session_id(self) -> str:
+        return self.events[-1]["session_id"]
+
+    @property
+    def content(self) -> str:
+        return "".join(event["content"] for event in self.events if event["type"] == "content")
+
+
+class Lab:
+    """A logged-in admin with one opened project on a reference server reached through `client`."""
+
+    def __init__(self, client: httpx.AsyncClient, settings: Settings | None = None) -> None:
+        self.client = client
+        self.settings = settings
+        self.headers: dict[str, str] = {}
+        self.project_id = ""
+        self.prefix_template = settings.chat_prefix if settings else "/v3/projects/{project_id}/chat"
+
+    async def login(self, username: str = "admin", password: str = "admin") -> dict[str, str]:
+        response = await self.client.post("/v3/access/users/authenticate",
+                                          json={"username": username, "password": password})
+        assert response.status_code == 200, response.text
+        return {"Authorization": f"Bearer {response.json()['access_token']}"}
+
+    async def setup(self) -> Lab:
+        self.headers = await self.login()
+        self.project_id = await self.new_project()
+        return self
+
+    async def new_project(self, name: str | None = None) -> str:
+        import uuid
+
+        response = await self.client.post("/v3/projects", json={"name": name or f"lab-{uuid.uuid4().hex[:8]}"},
+                                          headers=self.headers)
+        assert response.status_code == 201, response.text
+        return response.json()["project_id"]
+
+    def prefix(self, project_id: str | None = None) -> str:
+        return self.prefix_template.format(project_id=project_id or self.project_id)
+
+    async def add_user(self, username: str, *, llm: bool = True) -> tuple[str, dict[str, str]]:
+        """A second user (with a fake-LLM configuration unless `llm=False`); returns (user_id, headers)."""
+        response = await self.client.post("/v3/access/users", json={"username": username, "password": "password-1"},
+                                          headers=self.headers)
+        assert response.status_code == 201, response.text
+        user_id = response.json()["user_id"]
+        if llm:
+            response = await self.client.post(
+                f"/v3/access/users/{user_id}/llm-model-configs",
+                json={"name": "fake", "provider": "fake", "model": "fake-model"}, headers=self.headers)
+            assert response.status_code == 201, response.text
+        return user_id, await self.login(username, "password-1")
+
+    async def stream(self, message: str, session_id: str | None = None, *, headers: dict[str, str] | None = None,
+                     project_id: str | None = None, **extra: Any) -> Stream:
+        body: dict[str, Any] = {"message": message, **extra}
+        if session_id is not None:
+            body["session_id"] = session_id
+        response = await self.client.post(f"{self.prefix(project_id)}/stream", json=body,
+                                          headers=headers or self.headers)
+        result = Stream(response.status_code, response.headers, response.text)
+        if response.status_code == 200:
+            parsed = parse_stream(response.text)
+            result.events, result.frame_violations = parsed.events, parsed.violations
+        return result
+
+    async def session(self, session_id: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        response = await self.client.get(f"{self.prefix()}/sessions", headers=headers or self.headers)
+        assert response.status_code == 200, response.text
+        return next(s for s in response.json() if s["thread_id"] == session_id)
+
+    async def history(self, session_id: str, **params: Any) -> dict[str, Any]:
+        response = await self.client.get(f"{self.prefix()}/sessions/{session_id}/history", params=params,
+                                         headers=self.headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path):
+    def make(**overrides: Any) -> Settings:
+        values = {"data_dir": tmp_path / "data", "heartbeat_interval": 15.0, **overrides}
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+async def lab(make_settings) -> AsyncIterator[Lab]:
+    """The reference server in-process, through an ASGI transport."""
+    async with in_process_lab(make_settings()) as value:
+        yield value
+
+
+class in_process_lab:  # noqa: N801 - used as `async with in_process_lab(settings) as lab`
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.app = create_app(settings)
+
+    async def __aenter__(self) -> Lab:
+        self._lifespan = self.app.router.lifespan_context(self.app)
+        await self._lifespan.__aenter__()
+        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://reference",
+                                         timeout=30)
+        return await Lab(self._client, self.settings).setup()
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._client.aclose()
+        await self._lifespan.__aexit__(*exc_info)
+
+
+@dataclass
+class ServerProcess:
+    """`python -m reference_server` on 127.0.0.1 with a free port; stopped by pid."""
+
+    process: subprocess.Popen
+    base_url: str
+    data_dir: Path
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
+        if self.process.poll() is None:
+            os.kill(self.process.pid, sig)
+            try:
+                return self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.process.pid, signal.SIGKILL)
+        return self.process.wait(timeout)
+
+
+def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_REF_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reference_server", "--host", "127.0.0.1", "--port", str(port),
+         "--data-dir", str(data_dir), "--log-level", "warning", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT, env=env,
+    )
+    line = process.stdout.readline()
+    match = re.search(r"listening on (http://\S+)", line)
+    if not match:
+        process.kill()
+        raise RuntimeError(f"the server did not start: {line}{process.stdout.read()}")
+    base_url = match.group(1)
+    for _ in range(200):  # the socket is bound before the app's lifespan completes
+        try:
+            if httpx.get(f"{base_url}/v3/version", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        import time
+
+        time.sleep(0.05)
+    return ServerProcess(process, base_url, data_dir)
+
+
+@pytest.fixture
+def server_process(tmp_path: Path) -> Iterator[ServerProcess]:
+    server = start_server_process(tmp_path / "data")
+    yield server
+    server.stop()
+
+
+def events_of(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
