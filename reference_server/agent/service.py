@@ -14,7 +14,7 @@ from generated.api.chat_session import ChatSession
 from generated.api.conversation_history import ConversationHistory
 
 from .converters import history_to_openai
-from .graph import TITLE_NODE, TOOL_NODE, build_graph, stamp
+from .graph import TITLE_NODE, build_graph, stamp
 from .llm_factory import ChatModelFactory
 from .sessions_repo import NEW_TITLE, ChatSessionsRepository, TurnTotals, migrate
 from .stream_translator import StreamTranslator
@@ -103,7 +103,8 @@ class AgentService:
             "configurable": {"thread_id": session_id, "project_id": self.project_id},
             "metadata": {"user_id": session.user_id},
         }
-        graph_input: dict = {"messages": [stamp(HumanMessage(message))]}
+        user_message = stamp(HumanMessage(message))
+        graph_input: dict = {"messages": [user_message]}
         if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
             graph_input["title_attempted"] = True
 
@@ -112,6 +113,7 @@ class AgentService:
 
         turn = Turn(
             session_id=session_id,
+            user_message_id=user_message.id,
             events=events,
             translator=StreamTranslator(session_id, self.title_counts_in_stats),
             finish=self._finish_turn,
@@ -126,9 +128,11 @@ class AgentService:
             config = {"configurable": {"thread_id": turn.session_id}}
             state = await self.graph.aget_state(config)
             messages = list(state.values.get("messages", []))
-            repair = _answers_for_unfinished_calls(messages)
-            if repair:  # a stopped turn must not leave tool calls without results in the history
-                await self.graph.aupdate_state(config, {"messages": repair}, as_node=TOOL_NODE)
+            repair = _repairs(messages, turn.user_message_id, turn.translator.streamed_text)
+            if repair:
+                # Written as the title node's update, whose only edge leads to END, so that no node is left
+                # pending in the checkpoint (the next turn starts from START with its new input).
+                await self.graph.aupdate_state(config, {"messages": repair}, as_node=TITLE_NODE)
                 messages += repair
             totals = TurnTotals(
                 message_count=len(messages),
@@ -172,16 +176,27 @@ class AgentService:
         return deleted
 
 
-def _answers_for_unfinished_calls(messages: list) -> list[ToolMessage]:
-    last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-    if last_ai is None or not last_ai.tool_calls:
+def _repairs(messages: list, user_message_id: str, streamed_text: str) -> list:
+    """What a turn cut short (error, abort, disconnect) must add so that its history stays whole:
+    a result for every tool call left unanswered (HISTORY-005), and the part of an answer that was streamed
+    but never stored, so that the history shows what the user saw (STREAM-CONTENT-001)."""
+    start = next((i for i, m in enumerate(messages) if m.id == user_message_id), None)
+    if start is None:
         return []
-    answered = {m.tool_call_id for m in messages[messages.index(last_ai) :] if isinstance(m, ToolMessage)}
-    return [
-        stamp(ToolMessage(CANCELLED_TOOL_OUTPUT, tool_call_id=c["id"], name=c["name"], status="error"))
-        for c in last_ai.tool_calls
-        if c["id"] not in answered
-    ]
+    turn_messages = messages[start + 1 :]
+    repairs: list = []
+    last_ai = next((m for m in reversed(turn_messages) if isinstance(m, AIMessage)), None)
+    if last_ai is not None and last_ai.tool_calls:
+        answered = {m.tool_call_id for m in turn_messages if isinstance(m, ToolMessage)}
+        repairs += [
+            stamp(ToolMessage(CANCELLED_TOOL_OUTPUT, tool_call_id=c["id"], name=c["name"], status="error"))
+            for c in last_ai.tool_calls
+            if c["id"] not in answered
+        ]
+    stored = "".join(m.content for m in turn_messages if isinstance(m, AIMessage) and isinstance(m.content, str))
+    if len(streamed_text) > len(stored) and streamed_text.startswith(stored):
+        repairs.append(stamp(AIMessage(streamed_text[len(stored) :])))
+    return repairs
 
 
 __all__ = ["AgentService", "TITLE_NODE", "database_path"]

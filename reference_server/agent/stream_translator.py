@@ -107,6 +107,7 @@ class StreamTranslator:
     session_id: str
     title_counts_in_stats: bool
     stats: TurnStatistics = field(default_factory=TurnStatistics)
+    streamed_text: str = ""  # every `content` sent, so a cut-short turn can keep what the user saw
 
     def __post_init__(self) -> None:
         self._tool_calls = ToolCallStreamAccumulator(self.session_id)
@@ -135,6 +136,7 @@ class StreamTranslator:
         events: list[Event] = []
         text = chunk.content if isinstance(chunk.content, str) else chunk.text
         if text:
+            self.streamed_text += text
             events.append(
                 ContentEvent(type="content", content=text, session_id=self.session_id).model_dump(exclude_none=True)
             )

@@ -28,12 +28,14 @@ class Turn:
         self,
         *,
         session_id: str,
+        user_message_id: str,
         events: Callable[[], AsyncIterator[dict[str, Any]]],
         translator: StreamTranslator,
         finish: Callable[[Turn], Awaitable[None]],
         heartbeat_interval: float,
     ) -> None:
         self.session_id = session_id
+        self.user_message_id = user_message_id
         self._events = events
         self.translator = translator
         self._finish = finish

@@ -145,7 +145,9 @@ class in_process_lab:  # noqa: N801 - used as `async with in_process_lab(setting
         await self._lifespan.__aenter__()
         self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://reference",
                                          timeout=30)
-        return await Lab(self._client, self.settings).setup()
+        lab = await Lab(self._client, self.settings).setup()
+        lab.app = self.app  # in-process only: the app's services (e.g. the fake LLM's request log)
+        return lab
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self._client.aclose()

@@ -1,0 +1,66 @@
+"""`python -m bench`: run the benchmarks and print what they measured, side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from . import report, sessions, streams
+
+FULL = {"turns": 10, "chunks": 2000, "sizes": "1000,10000,100000", "calls": 30}
+QUICK = {"turns": 2, "chunks": 50, "sizes": "100,500", "calls": 5}
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from exc
+    if not sizes or any(size < 1 for size in sizes):
+        raise click.BadParameter("sizes must be positive integers")
+    return sorted(sizes)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--quick", is_flag=True, help="Tiny sizes for a smoke run (explicit options still win).")
+@click.option("--sizes", default=None, help=f"Session counts for GET /sessions [default {FULL['sizes']}].")
+@click.option("--turns", type=click.IntRange(1), default=None, help=f"Measured turns [default {FULL['turns']}].")
+@click.option("--chunks", type=click.IntRange(1), default=None, help=f"Text chunks per answer [default {FULL['chunks']}].")
+@click.option("--calls", type=click.IntRange(1), default=None, help=f"GET /sessions calls per size [default {FULL['calls']}].")
+@click.option("--only", type=click.Choice(["streams", "sessions"]), default=None, help="Run one part only.")
+def main(quick: bool, sizes: str | None, turns: int | None, chunks: int | None, calls: int | None, only: str | None):
+    """Measure the reference server against bare LangGraph and bare FastAPI, and GET /sessions at scale.
+
+    Prints medians and ratios; the goals are printed as information, never asserted.
+    """
+    base = QUICK if quick else FULL
+    turns = turns or base["turns"]
+    chunks = chunks or base["chunks"]
+    calls = calls or base["calls"]
+    size_list = _sizes(sizes or base["sizes"])
+
+    def log(message: str) -> None:
+        click.echo(f"  .. {message}", err=True)
+
+    started = time.perf_counter()
+    click.echo(
+        f"bench: python {platform.python_version()}, {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPU(s){', quick' if quick else ''}"
+    )
+    with tempfile.TemporaryDirectory(prefix="copilot-bench-") as tmp:
+        workdir = Path(tmp)
+        if only in (None, "streams"):
+            stream_results = asyncio.run(streams.run(workdir / "streams", turns=turns, chunks=chunks, log=log))
+            report.print_streams(stream_results, click.echo)
+        if only in (None, "sessions"):
+            (workdir / "sessions").mkdir()
+            session_results = asyncio.run(sessions.run(workdir / "sessions", sizes=size_list, calls=calls, log=log))
+            report.print_sessions(session_results, click.echo)
+    click.echo("")
+    click.echo(f"bench finished in {time.perf_counter() - started:.1f}s")

@@ -1,0 +1,59 @@
+"""CONTRACT-001 for non-stream answers: is the status documented for the operation, and does the body
+validate against the schema documented for that status? Read from spec/openapi.yaml, never hard-coded."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import spec
+
+from .violations import Violation
+
+_METHODS = ("get", "put", "post", "patch", "delete")
+
+
+@cache
+def _operations() -> dict[str, dict[str, Any]]:
+    document = spec.load_openapi()
+    return {op["operationId"]: op for item in document["paths"].values() for m, op in item.items() if m in _METHODS}
+
+
+def _response(document: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in response:
+        return document["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
+    return response
+
+
+def documented_statuses(operation_id: str) -> set[int]:
+    return {int(status) for status in _operations()[operation_id]["responses"]}
+
+
+def response_violations(operation_id: str, status: int, content_type: str | None, body: bytes | str) -> list[Violation]:
+    """Violations of CONTRACT-001 (and ERROR-001 for 4xx bodies) by one answer to `operation_id`."""
+    operation = _operations()[operation_id]
+    documented = operation["responses"].get(str(status))
+    if documented is None:
+        return [Violation("CONTRACT-001", f"{operation_id} answered {status}, which openapi.yaml does not document "
+                                          f"(documented: {sorted(documented_statuses(operation_id))})")]
+    content = _response(spec.load_openapi(), documented).get("content") or {}
+    if not content:
+        if body not in (b"", ""):
+            return [Violation("CONTRACT-001", f"{operation_id} {status} has a body where none is documented")]
+        return []
+    if "application/json" not in content:
+        return []  # the stream is checked event by event (conformance.stream_rules)
+    requirement = "ERROR-001" if 400 <= status < 500 else "CONTRACT-001"
+    if not (content_type or "").startswith("application/json"):
+        return [Violation(requirement, f"{operation_id} {status}: content type {content_type!r}, not application/json")]
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return [Violation(requirement, f"{operation_id} {status}: the body is not JSON: {str(body)[:200]!r}")]
+    reference = content["application/json"]["schema"]["$ref"]
+    validator = spec.schema_validator(spec.SPEC_DIR / reference)
+    return [
+        Violation(requirement, f"{operation_id} {status}: {error.message} at {'/'.join(map(str, error.absolute_path))}")
+        for error in validator.iter_errors(payload)
+    ]

@@ -1,0 +1,678 @@
+"""The controller surface around the chat API (authentication, users, projects, LLM model configurations),
+its effect on the chat endpoints, the settings and the command line of the reference server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from click.testing import CliRunner
+from pydantic import ValidationError
+
+from reference_server.app import create_app
+from reference_server.cli import main as cli_main
+from reference_server.settings import ENV_PREFIX, Settings, load_settings
+from tests.reference_server.conftest import REPO_ROOT, Lab, in_process_lab
+
+pytestmark = pytest.mark.anyio
+
+PLAIN_REPLY = "The lab looks healthy."  # fake_llm/scripts/plain.yaml, its one step
+SETTING_NAMES = [
+    "host",
+    "port",
+    "data-dir",
+    "chat-prefix",
+    "heartbeat-interval",
+    "title-counts-in-stats",
+    "admin-username",
+    "admin-password",
+]
+
+
+# --- helpers ------------------------------------------------------------------------------------------------
+
+
+def chat_calls(prefix: str, session_id: str) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """One request per chat endpoint: (method, path, json body)."""
+    session = f"{prefix}/sessions/{session_id}"
+    return [
+        ("POST", f"{prefix}/stream", {"message": "hi [[fake-llm:plain]]", "session_id": session_id}),
+        ("GET", f"{prefix}/sessions", None),
+        ("GET", f"{session}/history", None),
+        ("PATCH", session, {"title": "renamed"}),
+        ("DELETE", session, None),
+        ("PUT", f"{session}/pin", None),
+        ("DELETE", f"{session}/pin", None),
+        ("POST", f"{session}/abort", None),
+    ]
+
+
+async def answers(client: httpx.AsyncClient, calls, headers: dict[str, str]) -> list[tuple[str, str, int, Any]]:
+    results = []
+    for method, path, body in calls:
+        response = await client.request(method, path, json=body, headers=headers)
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = response.text
+        results.append((method, path, response.status_code, payload))
+    return results
+
+
+def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["code"] == code, body
+    assert isinstance(body["message"], str) and body["message"], body
+    assert set(body) <= {"message", "code", "details"}, body
+    return body
+
+
+def assert_unauthorized(response: httpx.Response) -> None:
+    body = assert_error(response, 401, "unauthorized")
+    assert set(body) == {"message", "code"}, body
+    assert response.headers["www-authenticate"].startswith("Bearer"), response.headers
+
+
+@asynccontextmanager
+async def running_app(settings: Settings, *, raise_app_exceptions: bool = True) -> AsyncIterator[httpx.AsyncClient]:
+    """The app with its lifespan, without logging anybody in (unlike `in_process_lab`)."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
+        async with httpx.AsyncClient(transport=transport, base_url="http://reference", timeout=30) as client:
+            yield client
+
+
+async def login(client: httpx.AsyncClient, username: str, password: str) -> httpx.Response:
+    return await client.post("/v3/access/users/authenticate", json={"username": username, "password": password})
+
+
+async def new_user(lab: Lab, username: str, password: str = "password-1") -> tuple[str, dict[str, str]]:
+    """A non-admin user without any LLM configuration; returns (user_id, headers)."""
+    response = await lab.client.post("/v3/access/users", json={"username": username, "password": password},
+                                      headers=lab.headers)
+    assert response.status_code == 201, response.text
+    token = (await login(lab.client, username, password)).json()["access_token"]
+    return response.json()["user_id"], {"Authorization": f"Bearer {token}"}
+
+
+def configs_url(user_id: str, config_id: str | None = None) -> str:
+    base = f"/v3/access/users/{user_id}/llm-model-configs"
+    return base if config_id is None else f"{base}/{config_id}"
+
+
+# --- the fake LLM as a real OpenAI-compatible server ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fake_llm_server() -> Iterator[str]:
+    """`python -m fake_llm serve` on 127.0.0.1, a free port; yields its base URL (ending in /v1)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fake_llm", "serve", "--host", "127.0.0.1", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        seen = []
+        for _ in range(50):
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            match = re.search(r"fake-llm listening on (http://127\.0\.0\.1:\d+/v1) \(\d+ scripts\)", line)
+            if match:
+                base_url = match.group(1)
+                break
+        else:
+            match = None
+        assert match, "the fake LLM did not start: " + "".join(seen)
+        for _ in range(100):
+            try:
+                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            import time
+
+            time.sleep(0.05)
+        yield base_url
+    finally:
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGTERM)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait(10)
+
+
+# --- authentication ------------------------------------------------------------------------------------------
+
+
+async def test_authenticate_returns_a_bearer_token(lab):
+    response = await login(lab.client, "admin", "admin")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"access_token", "token_type", "expires_in"}
+    assert body["token_type"] == "bearer"
+    assert body["expires_in"] == 86400
+    assert body["access_token"].count(".") == 2  # a JWT
+    me = await lab.client.get("/v3/access/users/me", headers={"Authorization": f"Bearer {body['access_token']}"})
+    assert me.status_code == 200 and me.json()["username"] == "admin"
+
+
+@pytest.mark.parametrize(("username", "password"), [("admin", "wrong-password"), ("nobody", "admin"), ("admin", "")])
+async def test_authenticate_refuses_bad_credentials(lab, username, password):
+    response = await login(lab.client, username, password)
+    assert_unauthorized(response)
+    assert "access_token" not in response.text
+
+
+@pytest.mark.covers("AUTH-001", "AUTH-002", "ERROR-001", "ERROR-002")
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "", "Bearer", "Bearer ", "Bearer    ", "Basic YWRtaW46YWRtaW4=", "Token abc", "bearer-less", "Bearer x.y.z"],
+)
+async def test_chat_endpoints_refuse_a_missing_or_malformed_token(lab, authorization):
+    headers = {} if authorization is None else {"Authorization": authorization}
+    # an unknown project and a malformed session id: authentication still comes first
+    for prefix, session_id in ((lab.prefix(), str(uuid.uuid4())), (lab.prefix(str(uuid.uuid4())), "not-a-uuid")):
+        for method, path, body in chat_calls(prefix, session_id):
+            response = await lab.client.request(method, path, json=body, headers=headers)
+            assert_unauthorized(response)
+
+
+@pytest.mark.covers("AUTH-001", "AUTH-002")
+async def test_an_expired_token_is_refused(make_settings):
+    async with in_process_lab(make_settings(token_ttl_seconds=1)) as lab:
+        assert (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).status_code == 200
+        claims = jwt.decode(lab.headers["Authorization"].split()[1], options={"verify_signature": False})
+        assert claims["exp"] - claims["iat"] == 1
+        await asyncio.sleep(2.1)
+        for method, path, body in chat_calls(lab.prefix(), str(uuid.uuid4())):
+            assert_unauthorized(await lab.client.request(method, path, json=body, headers=lab.headers))
+        assert_unauthorized(await lab.client.get("/v3/access/users/me", headers=lab.headers))
+        # a fresh login works again
+        fresh = await lab.login()
+        assert (await lab.client.get(f"{lab.prefix()}/sessions", headers=fresh)).status_code == 200
+
+
+def _tampered(token: str) -> str:
+    """The same signature over other claims (sub of another user)."""
+    header, payload, signature = token.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims["exp"] += 3600
+    forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    return f"{header}.{forged}.{signature}"
+
+
+@pytest.mark.covers("AUTH-001", "AUTH-002")
+async def test_forged_and_tampered_tokens_are_refused(lab):
+    token = lab.headers["Authorization"].split()[1]
+    real = jwt.decode(token, options={"verify_signature": False})
+    key = (lab.settings.data_dir / "secrets" / "jwt_secret_key").read_bytes().strip()
+    forged_tokens = {
+        "other key": jwt.encode({"sub": real["sub"], "exp": real["exp"]}, "not-the-server-key-" + "x" * 32,
+                                algorithm="HS256"),
+        "tampered claims": _tampered(token),
+        "alg none": jwt.encode({"sub": real["sub"], "exp": real["exp"]}, None, algorithm="none"),
+        "no exp": jwt.encode({"sub": real["sub"]}, key, algorithm="HS256"),
+        "expired, right key": jwt.encode({"sub": real["sub"], "exp": real["iat"] - 10}, key, algorithm="HS256"),
+        "unknown user, right key": jwt.encode({"sub": str(uuid.uuid4()), "exp": real["exp"]}, key, algorithm="HS256"),
+        "truncated": token[:-6],
+    }
+    # control: the right key with the real claims is accepted, so the refusals below are about the token
+    good = jwt.encode({"sub": real["sub"], "exp": real["exp"]}, key, algorithm="HS256")
+    ok = await lab.client.get(f"{lab.prefix()}/sessions", headers={"Authorization": f"Bearer {good}"})
+    assert ok.status_code == 200, ok.text
+    for name, forged in forged_tokens.items():
+        headers = {"Authorization": f"Bearer {forged}"}
+        for method, path, body in chat_calls(lab.prefix(), str(uuid.uuid4()))[:2]:
+            response = await lab.client.request(method, path, json=body, headers=headers)
+            assert response.status_code == 401, (name, response.text)
+            assert_unauthorized(response)
+
+
+# --- users ---------------------------------------------------------------------------------------------------
+
+
+async def test_me_describes_the_caller(lab):
+    response = await lab.client.get("/v3/access/users/me", headers=lab.headers)
+    assert response.status_code == 200
+    me = response.json()
+    assert me["username"] == "admin" and me["is_superadmin"] is True and me["is_active"] is True
+    assert "password" not in json.dumps(me) and "password_hash" not in me
+    user_id, headers = await new_user(lab, "carol")
+    carol = (await lab.client.get("/v3/access/users/me", headers=headers)).json()
+    assert carol["user_id"] == user_id and carol["username"] == "carol" and carol["is_superadmin"] is False
+    assert_unauthorized(await lab.client.get("/v3/access/users/me"))
+
+
+async def test_only_a_superadmin_creates_users(lab):
+    response = await lab.client.post("/v3/access/users", headers=lab.headers,
+                                     json={"username": "dave", "password": "password-1", "email": "d@example.org"})
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert created["username"] == "dave" and created["email"] == "d@example.org" and created["is_superadmin"] is False
+    uuid.UUID(created["user_id"])
+    _, dave = await new_user(lab, "erin")
+    assert_error(await lab.client.post("/v3/access/users", headers=dave,
+                                       json={"username": "mallory", "password": "password-1"}), 403, "forbidden")
+    assert_error(await lab.client.get("/v3/access/users", headers=dave), 403, "forbidden")
+    assert_unauthorized(await lab.client.post("/v3/access/users", json={"username": "x-user", "password": "password-1"}))
+    names = [u["username"] for u in (await lab.client.get("/v3/access/users", headers=lab.headers)).json()]
+    assert names == ["admin", "dave", "erin"]
+
+
+async def test_duplicate_username_is_400(lab):
+    await new_user(lab, "frank")
+    response = await lab.client.post("/v3/access/users", json={"username": "frank", "password": "password-2"},
+                                     headers=lab.headers)
+    assert_error(response, 400, "bad_request")
+    assert "frank" in response.json()["message"]
+    # the first frank keeps his password
+    assert (await login(lab.client, "frank", "password-1")).status_code == 200
+    assert_unauthorized(await login(lab.client, "frank", "password-2"))
+
+
+async def test_short_password_is_a_validation_error(lab):
+    response = await lab.client.post("/v3/access/users", json={"username": "gina", "password": "1234567"},
+                                     headers=lab.headers)
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert set(body) == {"message", "code", "details"}
+    assert body["code"] == "validation_error" and isinstance(body["message"], str)
+    assert set(body["details"]) == {"errors"}
+    [error] = body["details"]["errors"]
+    assert set(error) == {"loc", "msg", "type"}
+    assert error["loc"] == ["body", "password"]
+    assert error["type"] == "string_too_short" and isinstance(error["msg"], str) and error["msg"]
+    assert_unauthorized(await login(lab.client, "gina", "1234567"))  # nobody was created
+
+
+# --- projects ------------------------------------------------------------------------------------------------
+
+
+async def test_project_create_get_list_and_duplicate(lab):
+    response = await lab.client.post("/v3/projects", json={"name": "ospf-lab"}, headers=lab.headers)
+    assert response.status_code == 201, response.text
+    project = response.json()
+    assert project["name"] == "ospf-lab" and project["status"] == "opened"
+    assert set(project) == {"project_id", "name", "status", "path", "created_at"}
+    assert Path(project["path"]) == lab.settings.data_dir / "projects" / project["project_id"]
+    assert (Path(project["path"]) / "project.gns3").is_file()
+    assert (Path(project["path"]) / "gns3-copilot" / "copilot_checkpoints.db").is_file()
+
+    got = await lab.client.get(f"/v3/projects/{project['project_id']}", headers=lab.headers)
+    assert got.status_code == 200 and got.json() == project
+    listed = (await lab.client.get("/v3/projects", headers=lab.headers)).json()
+    assert sorted(p["project_id"] for p in listed) == sorted([lab.project_id, project["project_id"]])
+
+    assert_error(await lab.client.post("/v3/projects", json={"name": "ospf-lab"}, headers=lab.headers), 409,
+                 "conflict")
+    assert_error(await lab.client.get(f"/v3/projects/{uuid.uuid4()}", headers=lab.headers), 404, "project_not_found")
+    assert_unauthorized(await lab.client.post("/v3/projects", json={"name": "anonymous"}))
+    # a new project is usable by the chat API straight away
+    stream = await lab.stream("hi [[fake-llm:plain]]", project_id=project["project_id"])
+    assert stream.types[-1] == "done" and stream.content == PLAIN_REPLY
+
+
+@pytest.mark.covers("PROJECT-002", "ERROR-001", "ERROR-002")
+async def test_a_closed_project_refuses_every_chat_endpoint_and_reopens_with_its_sessions(lab):
+    first = await lab.stream("hi [[fake-llm:plain]]")
+    assert first.types[-1] == "done"
+    session_id = first.session_id
+
+    closed = await lab.client.post(f"/v3/projects/{lab.project_id}/close", headers=lab.headers)
+    assert closed.status_code == 204 and closed.content == b""
+    project = (await lab.client.get(f"/v3/projects/{lab.project_id}", headers=lab.headers)).json()
+    assert project["status"] == "closed"
+
+    results = await answers(lab.client, chat_calls(lab.prefix(), session_id), lab.headers)
+    for method, path, status, body in results:
+        assert status == 403, (method, path, body)
+        assert body["code"] == "project_not_opened", (method, path, body)
+        assert isinstance(body["message"], str) and body["message"]
+    # another user's request gets the same answer, even for a session that does not exist
+    _, other = await lab.add_user("henry")
+    for method, path, status, body in await answers(lab.client, chat_calls(lab.prefix(), str(uuid.uuid4())), other):
+        assert (status, body["code"]) == (403, "project_not_opened"), (method, path, body)
+
+    opened = await lab.client.post(f"/v3/projects/{lab.project_id}/open", headers=lab.headers)
+    assert opened.status_code == 200, opened.text
+    assert opened.json()["status"] == "opened" and opened.json()["project_id"] == lab.project_id
+    sessions = (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).json()
+    assert [s["thread_id"] for s in sessions] == [session_id]  # the session survived close/open
+    history = await lab.history(session_id)
+    assert [m["content"] for m in history["messages"] if m["role"] == "assistant"] == [PLAIN_REPLY]
+    again = await lab.stream("more [[fake-llm:plain]]", session_id)
+    assert again.types[-1] == "done" and again.session_id == session_id
+
+
+@pytest.mark.covers("PROJECT-002")
+async def test_a_closed_project_stays_closed_after_a_restart(make_settings):
+    settings = make_settings()
+    async with in_process_lab(settings) as lab:
+        project_id, headers = lab.project_id, lab.headers
+        assert (await lab.client.post(f"/v3/projects/{project_id}/close", headers=headers)).status_code == 204
+    async with running_app(settings) as client:
+        prefix = settings.chat_prefix.format(project_id=project_id)
+        assert_error(await client.get(f"{prefix}/sessions", headers=headers), 403, "project_not_opened")
+        assert (await client.post(f"/v3/projects/{project_id}/open", headers=headers)).status_code == 200
+        response = await client.get(f"{prefix}/sessions", headers=headers)
+        assert response.status_code == 200 and response.json() == []
+
+
+@pytest.mark.covers("PROJECT-001", "DB-007", "ERROR-001", "ERROR-002")
+async def test_a_deleted_project_is_gone_for_every_chat_endpoint(lab):
+    stream = await lab.stream("hi [[fake-llm:plain]]")
+    assert stream.types[-1] == "done"
+    project_dir = lab.settings.data_dir / "projects" / lab.project_id
+    database = project_dir / "gns3-copilot" / "copilot_checkpoints.db"
+    assert database.is_file()
+
+    deleted = await lab.client.delete(f"/v3/projects/{lab.project_id}", headers=lab.headers)
+    assert deleted.status_code == 204 and deleted.content == b""
+    assert_error(await lab.client.get(f"/v3/projects/{lab.project_id}", headers=lab.headers), 404,
+                 "project_not_found")
+    for method, path, status, body in await answers(lab.client, chat_calls(lab.prefix(), stream.session_id),
+                                                    lab.headers):
+        assert status == 404, (method, path, body)
+        assert body["code"] == "project_not_found", (method, path, body)
+    assert not database.exists()
+    assert not database.with_name(database.name + "-wal").exists()
+    assert not project_dir.exists()
+    assert lab.project_id not in [p["project_id"] for p in
+                                  (await lab.client.get("/v3/projects", headers=lab.headers)).json()]
+    # deleting, opening or closing it again: 404
+    for method, path in (("DELETE", ""), ("POST", "/open"), ("POST", "/close")):
+        response = await lab.client.request(method, f"/v3/projects/{lab.project_id}{path}", headers=lab.headers)
+        assert_error(response, 404, "project_not_found")
+
+
+@pytest.mark.covers("PROJECT-001")
+async def test_a_project_that_never_existed_is_404_on_every_chat_endpoint(lab):
+    prefix = lab.prefix(str(uuid.uuid4()))
+    for method, path, status, body in await answers(lab.client, chat_calls(prefix, str(uuid.uuid4())), lab.headers):
+        assert (status, body["code"]) == (404, "project_not_found"), (method, path, body)
+
+
+# --- LLM model configurations ----------------------------------------------------------------------------------
+
+
+async def test_llm_model_config_lifecycle(lab):
+    user_id, headers = await new_user(lab, "ivan")
+    assert (await lab.client.get(configs_url(user_id), headers=headers)).json() == {
+        "configs": [], "default_config": None, "total": 0}
+
+    create = {"name": "local", "provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m-1",
+              "api_key": "sk-test-abcdef", "temperature": 0.2, "is_default": True, "context_strategy": "ignored"}
+    response = await lab.client.post(configs_url(user_id), json=create, headers=headers)
+    assert response.status_code == 201, response.text
+    config = response.json()
+    assert config["api_key"] is None and config["has_api_key"] is True
+    assert "sk-test-abcdef" not in response.text and "api_key_sealed" not in config
+    assert (config["name"], config["provider"], config["base_url"], config["model"]) == (
+        "local", "openai", "http://127.0.0.1:9/v1", "m-1")
+    assert config["temperature"] == 0.2 and config["is_default"] is True and config["user_id"] == user_id
+    assert "context_strategy" not in config
+
+    second = await lab.client.post(configs_url(user_id), headers=headers,
+                                   json={"name": "scripted", "provider": "fake", "model": "fake-model"})
+    assert second.status_code == 201
+    assert second.json()["has_api_key"] is False and second.json()["is_default"] is False
+
+    listed = await lab.client.get(configs_url(user_id), headers=headers)
+    assert listed.status_code == 200
+    body = listed.json()
+    assert set(body) == {"configs", "default_config", "total"}
+    assert body["total"] == 2
+    assert [c["config_id"] for c in body["configs"]] == [config["config_id"], second.json()["config_id"]]
+    assert body["default_config"]["config_id"] == config["config_id"]
+    assert all(c["api_key"] is None for c in body["configs"]) and "sk-test-abcdef" not in listed.text
+
+    update = await lab.client.put(configs_url(user_id, config["config_id"]), json={"model": "m-2", "max_tokens": 64},
+                                  headers=headers)
+    assert update.status_code == 200, update.text
+    updated = update.json()
+    assert (updated["model"], updated["max_tokens"]) == ("m-2", 64)
+    assert (updated["name"], updated["temperature"], updated["has_api_key"]) == ("local", 0.2, True)  # untouched
+    cleared = await lab.client.put(configs_url(user_id, config["config_id"]), json={"api_key": ""}, headers=headers)
+    assert cleared.status_code == 200 and cleared.json()["has_api_key"] is False
+
+    deleted = await lab.client.delete(configs_url(user_id, config["config_id"]), headers=headers)
+    assert deleted.status_code == 204 and deleted.content == b""
+    assert_error(await lab.client.delete(configs_url(user_id, config["config_id"]), headers=headers), 404,
+                 "not_found")
+    assert_error(await lab.client.put(configs_url(user_id, config["config_id"]), json={"model": "x"},
+                                      headers=headers), 404, "not_found")
+    remaining = (await lab.client.get(configs_url(user_id), headers=headers)).json()
+    assert remaining["total"] == 1 and remaining["default_config"]["config_id"] == second.json()["config_id"]
+
+
+async def test_llm_model_configs_belong_to_their_user(lab):
+    owner_id, owner = await new_user(lab, "judy")
+    _, intruder = await new_user(lab, "karl")
+    created = await lab.client.post(configs_url(owner_id), headers=owner,
+                                    json={"name": "mine", "provider": "fake", "model": "fake-model"})
+    config_id = created.json()["config_id"]
+    for method, path, body in (
+        ("GET", configs_url(owner_id), None),
+        ("POST", configs_url(owner_id), {"name": "theirs", "provider": "fake", "model": "fake-model"}),
+        ("PUT", configs_url(owner_id, config_id), {"model": "hijacked"}),
+        ("DELETE", configs_url(owner_id, config_id), None),
+    ):
+        assert_error(await lab.client.request(method, path, json=body, headers=intruder), 403, "forbidden")
+    # nothing changed; a superadmin may read them
+    seen = (await lab.client.get(configs_url(owner_id), headers=lab.headers)).json()
+    assert [(c["name"], c["model"]) for c in seen["configs"]] == [("mine", "fake-model")]
+    assert_error(await lab.client.get(configs_url(str(uuid.uuid4())), headers=lab.headers), 404, "user_not_found")
+    assert_unauthorized(await lab.client.get(configs_url(owner_id)))
+
+
+@pytest.mark.parametrize(
+    ("body", "loc"),
+    [
+        ({"name": "x", "provider": "openai", "model": "m"}, ["body"]),
+        ({"name": "x", "provider": "openai", "model": "m", "base_url": ""}, ["body", "base_url"]),
+        ({"name": "x", "provider": "anthropic", "model": "m"}, ["body", "provider"]),
+        ({"name": "x", "provider": "fake", "model": "m", "temperature": 2.5}, ["body", "temperature"]),
+        ({"provider": "fake", "model": "m"}, ["body", "name"]),
+    ],
+)
+async def test_invalid_llm_model_configs_are_422(lab, body, loc):
+    response = await lab.client.post(configs_url((await lab.client.get("/v3/access/users/me",
+                                                                       headers=lab.headers)).json()["user_id"]),
+                                     json=body, headers=lab.headers)
+    result = assert_error(response, 422, "validation_error")
+    assert [e["loc"] for e in result["details"]["errors"]] == [loc]
+    if body.get("provider") == "openai" and "base_url" not in body:
+        assert "base_url" in result["details"]["errors"][0]["msg"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="server bug: PUT llm-model-configs bypasses the create-time rules. An explicit null for a NOT NULL column "
+    "(name, provider, model, temperature) reaches SQLite and raises IntegrityError (500), and provider 'openai' "
+    "without a base_url is stored (200) although POST refuses it with 422",
+)
+@pytest.mark.parametrize("body", [{"name": None}, {"model": None}, {"temperature": None}, {"provider": None},
+                                  {"provider": "openai"}])
+async def test_invalid_llm_model_config_updates_are_422(make_settings, body):
+    # a client that reports a crash as 500 instead of raising it
+    async with running_app(make_settings(), raise_app_exceptions=False) as client:
+        headers = await Lab(client).login()
+        user_id = (await client.get("/v3/access/users/me", headers=headers)).json()["user_id"]
+        config_id = (await client.get(configs_url(user_id), headers=headers)).json()["configs"][0]["config_id"]
+        response = await client.put(configs_url(user_id, config_id), json=body, headers=headers)
+        assert response.status_code == 422, (response.status_code, response.text)
+        assert response.json()["code"] == "validation_error"
+        kept = (await client.get(configs_url(user_id), headers=headers)).json()["configs"][0]
+        assert (kept["provider"], kept["base_url"], kept["model"]) == ("fake", None, "fake-model")
+
+
+@pytest.mark.covers("LLM-001", "PRECHECK-001", "ERROR-001")
+async def test_a_user_without_llm_config_cannot_stream(lab):
+    user_id, headers = await new_user(lab, "leo")
+    stream = await lab.stream("hi [[fake-llm:plain]]", headers=headers)
+    assert stream.status == 400, stream.text
+    body = json.loads(stream.text)
+    assert body["code"] == "llm_not_configured" and isinstance(body["message"], str)
+    assert stream.headers["content-type"].startswith("application/json")
+    response = await lab.client.get(f"{lab.prefix()}/sessions", headers=headers)
+    assert response.status_code == 200 and response.json() == []  # no session was created
+    # after configuring one, the same user streams
+    created = await lab.client.post(configs_url(user_id), headers=headers,
+                                    json={"name": "scripted", "provider": "fake", "model": "fake-model"})
+    assert created.status_code == 201
+    stream = await lab.stream("hi [[fake-llm:plain]]", headers=headers)
+    assert stream.types[-1] == "done" and stream.content == PLAIN_REPLY
+    # and after deleting it, the refusal is back
+    assert (await lab.client.delete(configs_url(user_id, created.json()["config_id"]), headers=headers)).status_code \
+        == 204
+    again = await lab.stream("hi [[fake-llm:plain]]", headers=headers)
+    assert again.status == 400 and json.loads(again.text)["code"] == "llm_not_configured"
+
+
+@pytest.mark.covers("TESTABILITY-001", "TESTABILITY-002", "TESTABILITY-003")
+async def test_an_openai_compatible_llm_config_is_used(lab, fake_llm_server):
+    control = fake_llm_server.removesuffix("/v1")
+    httpx.delete(f"{control}/control/requests").raise_for_status()
+    api_key = f"sk-test-{uuid.uuid4().hex}"
+    user_id, headers = await new_user(lab, "mona")
+    response = await lab.client.post(configs_url(user_id), headers=headers, json={
+        "name": "remote", "provider": "openai", "base_url": fake_llm_server, "model": "fake-model",
+        "api_key": api_key, "temperature": 0.3})
+    assert response.status_code == 201, response.text
+
+    stream = await lab.stream("hi [[fake-llm:plain]]", headers=headers)
+    assert stream.status == 200, stream.text
+    assert stream.frame_violations == []
+    assert stream.types[-1] == "done"
+    assert "error" not in stream.types, stream.events
+    assert stream.content == PLAIN_REPLY
+
+    records = httpx.get(f"{control}/control/requests").json()["requests"]
+    assert len(records) == 2, records  # the main generation, then the title
+    main, title = records
+    for record in records:
+        assert record["transport"] == "http"
+        assert record["model"] == "fake-model"
+        assert record["script"] == "plain" and record["outcome"] == "ok"
+        assert record["extra"]["authorization"] == f"Bearer {api_key}"
+        assert record["temperature"] == 0.3
+        assert record["stream"] is True
+    assert main["step"] == 0 and main["tools"] == ["get_topology", "run_show_command", "wait_seconds", "failing_tool"]
+    assert title["step"] is None and title["tools"] == []
+    assert [m["content"] for m in main["messages"] if m["role"] == "user"] == ["hi [[fake-llm:plain]]"]
+    session = await lab.session(stream.session_id, headers=headers)
+    assert session["title"] == "Lab health check"
+
+
+# --- settings and command line ----------------------------------------------------------------------------------
+
+
+def test_help_lists_every_setting_and_its_environment_variable():
+    result = subprocess.run([sys.executable, "-m", "reference_server", "--help"], capture_output=True, text=True,
+                            cwd=REPO_ROOT, timeout=60)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())  # click wraps the help text
+    for name in SETTING_NAMES:
+        assert re.search(rf"--{name}\b", text), name
+        env = f"{ENV_PREFIX}{name.replace('-', '_').upper()}"
+        assert re.search(rf"\benv {env};", text), env
+    assert "--no-title-counts-in-stats" in text and "--config" in text
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in list(os.environ):
+        if name.startswith(ENV_PREFIX):
+            monkeypatch.delenv(name)
+    return monkeypatch
+
+
+def test_settings_precedence_file_then_environment_then_overrides(tmp_path, clean_env):
+    config = tmp_path / "settings.yaml"
+    config.write_text("port: 1111\nchat-prefix: /api/{project_id}/copilot\nheartbeat_interval: 2.5\n")
+    from_file = load_settings(config)
+    assert (from_file.port, from_file.chat_prefix, from_file.heartbeat_interval) == (
+        1111, "/api/{project_id}/copilot", 2.5)
+    assert load_settings(config, port=None).port == 1111  # an option not given does not override
+    assert load_settings().port == 3080  # the default
+
+    clean_env.setenv("COPILOT_REF_PORT", "2222")
+    from_env = load_settings(config)
+    assert from_env.port == 2222
+    assert from_env.chat_prefix == "/api/{project_id}/copilot"  # the rest of the file still applies
+    assert load_settings(config, port=3333).port == 3333
+    assert load_settings(port="4444").port == 4444
+
+
+def test_settings_are_validated(tmp_path, clean_env):
+    with pytest.raises(ValidationError, match="chat_prefix"):
+        load_settings(chat_prefix="/v3/projects/chat")
+    bad_prefix = tmp_path / "bad-prefix.yaml"
+    bad_prefix.write_text("chat_prefix: /no/project/id\n")
+    with pytest.raises(ValidationError, match="project_id"):
+        load_settings(bad_prefix)
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("port: 1234\nlisten_backlog: 5\n")
+    with pytest.raises(ValidationError, match="listen_backlog"):
+        load_settings(unknown)
+    not_a_mapping = tmp_path / "list.yaml"
+    not_a_mapping.write_text("- port\n- 1234\n")
+    with pytest.raises(ValueError, match="mapping"):
+        load_settings(not_a_mapping)
+    clean_env.setenv("COPILOT_REF_CHAT_PREFIX", "/without-project")
+    with pytest.raises(ValidationError):
+        load_settings()
+
+
+def test_command_line_rejects_a_bad_prefix(tmp_path, clean_env):
+    result = CliRunner().invoke(cli_main, ["--data-dir", str(tmp_path / "d"), "--port", "0",
+                                           "--chat-prefix", "/v3/chat"])
+    assert result.exit_code == 2, result.output
+    assert "project_id" in result.output
+    assert not (tmp_path / "d").exists()  # refused before anything was created
+
+
+async def test_a_changed_admin_is_seeded_on_a_new_data_dir(make_settings, tmp_path):
+    settings = make_settings(admin_username="root", admin_password="s3cret-pass")
+    async with running_app(settings) as client:
+        assert_unauthorized(await login(client, "admin", "admin"))
+        response = await login(client, "root", "s3cret-pass")
+        assert response.status_code == 200, response.text
+        headers = {"Authorization": f"Bearer {response.json()['access_token']}"}
+        me = (await client.get("/v3/access/users/me", headers=headers)).json()
+        assert (me["username"], me["is_superadmin"]) == ("root", True)
+        users = (await client.get("/v3/access/users", headers=headers)).json()
+        assert [u["username"] for u in users] == ["root"]
+        configs = (await client.get(configs_url(me["user_id"]), headers=headers)).json()
+        assert [(c["provider"], c["model"], c["is_default"]) for c in configs["configs"]] == [
+            ("fake", "fake-model", True)]
+        lab = Lab(client, settings)
+        lab.headers = headers
+        lab.project_id = await lab.new_project()
+        stream = await lab.stream("hi [[fake-llm:plain]]")
+        assert stream.types[-1] == "done" and stream.content == PLAIN_REPLY
+    # the seed happens once: other admin settings on the same data dir do not add an account
+    async with running_app(make_settings(admin_username="other", admin_password="other-pass")) as client:
+        assert_unauthorized(await login(client, "other", "other-pass"))
+        assert (await login(client, "root", "s3cret-pass")).status_code == 200
+
