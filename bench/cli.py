@@ -27,12 +27,24 @@ def _sizes(text: str) -> list[int]:
     return sorted(sizes)
 
 
+def _load() -> str:
+    """Other work on the machine moves every number: the load average is printed with them."""
+    try:
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--quick", is_flag=True, help="Tiny sizes for a smoke run (explicit options still win).")
 @click.option("--sizes", default=None, help=f"Session counts for GET /sessions [default {FULL['sizes']}].")
 @click.option("--turns", type=click.IntRange(1), default=None, help=f"Measured turns [default {FULL['turns']}].")
-@click.option("--chunks", type=click.IntRange(1), default=None, help=f"Text chunks per answer [default {FULL['chunks']}].")
-@click.option("--calls", type=click.IntRange(1), default=None, help=f"GET /sessions calls per size [default {FULL['calls']}].")
+@click.option(
+    "--chunks", type=click.IntRange(1), default=None, help=f"Text chunks per turn [default {FULL['chunks']}]."
+)
+@click.option(
+    "--calls", type=click.IntRange(1), default=None, help=f"GET /sessions per size [default {FULL['calls']}]."
+)
 @click.option("--only", type=click.Choice(["streams", "sessions"]), default=None, help="Run one part only.")
 def main(quick: bool, sizes: str | None, turns: int | None, chunks: int | None, calls: int | None, only: str | None):
     """Measure the reference server against bare LangGraph and bare FastAPI, and GET /sessions at scale.
@@ -51,7 +63,7 @@ def main(quick: bool, sizes: str | None, turns: int | None, chunks: int | None, 
     started = time.perf_counter()
     click.echo(
         f"bench: python {platform.python_version()}, {platform.system()} {platform.machine()}, "
-        f"{os.cpu_count()} CPU(s){', quick' if quick else ''}"
+        f"{os.cpu_count()} CPU(s), load average {_load()}{', quick' if quick else ''}"
     )
     with tempfile.TemporaryDirectory(prefix="copilot-bench-") as tmp:
         workdir = Path(tmp)
@@ -63,4 +75,4 @@ def main(quick: bool, sizes: str | None, turns: int | None, chunks: int | None, 
             session_results = asyncio.run(sessions.run(workdir / "sessions", sizes=size_list, calls=calls, log=log))
             report.print_sessions(session_results, click.echo)
     click.echo("")
-    click.echo(f"bench finished in {time.perf_counter() - started:.1f}s")
+    click.echo(f"bench finished in {time.perf_counter() - started:.1f}s (load average now {_load()})")

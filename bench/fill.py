@@ -27,7 +27,7 @@ class FillReport:
     users: int
     caller_rows: int
     caller_pinned: int
-    seconds: float
+    seconds: float  # generating the rows, inserting them and checkpointing the WAL
 
 
 def _rows(project_id: str, caller_id: str, total: int, rng: random.Random) -> list[tuple]:
@@ -69,8 +69,8 @@ def _rows(project_id: str, caller_id: str, total: int, rng: random.Random) -> li
 
 def fill(db_path: Path, project_id: str, caller_id: str, total: int, *, seed: int = 1) -> FillReport:
     """Insert `total` sessions into the (already migrated) project database while the server has it open."""
-    rows = _rows(project_id, caller_id, total, random.Random(seed))
     start = time.perf_counter()
+    rows = _rows(project_id, caller_id, total, random.Random(seed))
     conn = sqlite3.connect(db_path, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout=10000")

@@ -31,7 +31,11 @@ async def new_project(client: httpx.AsyncClient, headers: dict[str, str], name: 
 
 
 async def timed_stream(
-    client: httpx.AsyncClient, url: str, *, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None,
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    body: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
     keep: list[bytes] | None = None,
 ) -> TurnSample:
     """POST, then read the raw body and count complete `data:` frames; `keep` receives the frames if given.

@@ -72,6 +72,9 @@ def print_sessions(results: SessionsResults, echo: Echo) -> None:
             f"{size.size:>9} {size.fill.users:>7} {size.fill.seconds:>7.2f} {size.listed:>6} "
             f"{http:>8.2f} {p90:>7.2f} {sql:>7.3f}"
         )
+    problems = [f"{size.size}: {size.order_problem}" for size in results.sizes if size.order_problem]
+    verdict = "WRONG " + "; ".join(problems) if problems else "OK"
+    echo(f"order check (pinned first, then updated_at descending): {verdict}")
     if len(results.sizes) >= 2:
         small, large = results.sizes[0], results.sizes[-1]
         growth = ratio(medians(large)[0], medians(small)[0])

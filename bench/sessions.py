@@ -56,6 +56,16 @@ class SizeResult:
     http_ms: list[float]
     sql_ms: list[float]
     listed: int
+    order_problem: str | None  # None when pinned sessions come first, each group newest first
+
+
+def order_problem(sessions: list[dict]) -> str | None:
+    """The listing's order as the contract states it: pinned first, then the most recently updated."""
+    keys = [(bool(s["pinned"]), s["updated_at"]) for s in sessions]
+    for position, (before, after) in enumerate(zip(keys, keys[1:], strict=False)):
+        if before < after:
+            return f"session {position + 1} sorts before {position} ({before} < {after})"
+    return None
 
 
 @dataclass
@@ -101,19 +111,21 @@ async def run(workdir: Path, *, sizes: list[int], calls: int, log: Callable[[str
                 report = fill(db, project_id, user_id, size)
                 log(f"filled {report.rows} sessions of {report.users} users in {report.seconds:.2f}s")
                 url = spec.default_prefix().format(project_id=project_id) + "/sessions"
-                timings, listed = [], 0
+                timings: list[float] = []
+                listed: list[dict] = []
                 for _ in range(WARM_UP_CALLS + calls):
                     start = time.perf_counter()
                     response = await client.get(url, headers=headers)
                     timings.append((time.perf_counter() - start) * 1000)
                     response.raise_for_status()
-                    listed = len(response.json())
-                if listed != report.caller_rows:
-                    raise RuntimeError(f"GET /sessions listed {listed} sessions, the caller owns {report.caller_rows}")
+                    listed = response.json()
+                if len(listed) != report.caller_rows:
+                    raise RuntimeError(f"GET /sessions listed {len(listed)} sessions, not {report.caller_rows}")
                 params = (user_id, project_id)
                 with sqlite3.connect(db) as conn:
                     sql = time_query(conn, params, calls)
-                results.sizes.append(SizeResult(size, report, timings[WARM_UP_CALLS:], sql, listed))
+                problem = order_problem(listed)
+                results.sizes.append(SizeResult(size, report, timings[WARM_UP_CALLS:], sql, len(listed), problem))
                 last = (db, params)
     if last is not None:
         db, params = last

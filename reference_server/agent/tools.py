@@ -44,14 +44,17 @@ def _canned_output(node: dict[str, Any], command: str) -> str:
 
 
 def make_tools(project_dir: Path) -> list[BaseTool]:
-    """The agent's tools for one project; every failure is a ToolException, reported as a tool result."""
+    """The agent's tools for one project; every failure is a ToolException, reported as a tool result.
+
+    All are coroutines: none blocks, and parallel calls then start and end in a deterministic order.
+    """
 
     def topology() -> dict[str, Any]:
         path = project_dir / TOPOLOGY_FILE
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else DEFAULT_TOPOLOGY
 
     @tool
-    def get_topology(detail: str = "summary") -> str:
+    async def get_topology(detail: str = "summary") -> str:
         """Read the project's topology: its nodes and links. detail is 'summary' or 'full'."""
         data = topology()
         if detail == "full":
@@ -60,7 +63,7 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
         return f"{len(data['nodes'])} nodes ({names}) and {len(data['links'])} links"
 
     @tool
-    def run_show_command(device: str, command: str) -> str:
+    async def run_show_command(device: str, command: str) -> str:
         """Run a read-only show command on a device of the topology and return its output."""
         node = next((n for n in topology()["nodes"] if n["name"] == device), None)
         if node is None:
@@ -76,7 +79,7 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
         return json.dumps({"waited": seconds})
 
     @tool
-    def failing_tool(reason: str = "") -> str:
+    async def failing_tool(reason: str = "") -> str:
         """A tool that always fails; it exists so that the failure path of a turn can be exercised."""
         raise ToolException(f"failing_tool failed on purpose ({reason or 'no reason given'})")
 
