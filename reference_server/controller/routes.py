@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from fastapi import APIRouter, Body, Depends, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import spec
 from reference_server.agent.tools import write_default_topology
 from reference_server.auth import Caller, authenticated, require_superadmin
-from reference_server.errors import ApiError, unauthorized
+from reference_server.errors import ApiError, from_pydantic, unauthorized
 
 from .security import hash_password, verify_password
 from .store import Conflict, Project
@@ -199,21 +199,6 @@ class LlmConfigFields(BaseModel):
         return self
 
 
-class LlmConfigUpdate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    name: Annotated[str | None, Field(min_length=1, max_length=100)] = None
-    provider: Provider | None = None
-    base_url: str | None = None
-    model: Annotated[str | None, Field(min_length=1)] = None
-    temperature: Annotated[float | None, Field(ge=0, le=2)] = None
-    max_tokens: Annotated[int | None, Field(gt=0)] = None
-    api_key: str | None = None
-    context_limit: Annotated[int | None, Field(gt=0)] = None
-    copilot_mode: str | None = None
-    is_default: bool | None = None
-
-
 def _public_config(row: dict[str, Any]) -> dict[str, Any]:
     """A configuration as the API shows it: the API key is never returned, only whether one is set."""
     shown = {k: v for k, v in row.items() if k != "api_key_sealed"}
@@ -248,17 +233,23 @@ async def list_llm_configs(user_id: str, caller: Authenticated, request: Request
 
 @router.put("/access/users/{user_id}/llm-model-configs/{config_id}")
 async def update_llm_config(
-    user_id: str, config_id: str, body: LlmConfigUpdate, caller: Authenticated, request: Request
+    user_id: str, config_id: str, body: Annotated[dict[str, Any], Body()], caller: Authenticated, request: Request
 ) -> dict[str, Any]:
+    """A partial update, validated as a whole: the merged configuration must be one POST would accept."""
     await _config_owner(user_id, caller, request)
     services = _services(request)
-    values = body.model_dump(exclude_unset=True, exclude={"api_key"})
-    if body.api_key is not None:
-        values["api_key_sealed"] = services.secrets.seal(body.api_key) if body.api_key else None
-    row = await services.store.update_llm_config(user_id, config_id, values)
-    if row is None:
+    current = await services.store.llm_config(user_id, config_id)
+    if current is None:
         raise ApiError(404, "not_found", f"LLM model configuration {config_id} doesn't exist")
-    return _public_config(row)
+    merged = {key: current[key] for key in LlmConfigFields.model_fields if key in current}
+    try:
+        validated = LlmConfigFields.model_validate({**merged, **body})
+    except ValidationError as exc:
+        raise from_pydantic(exc, ("body",)) from exc
+    values = validated.model_dump(exclude={"api_key"})
+    if "api_key" in body:
+        values["api_key_sealed"] = services.secrets.seal(validated.api_key) if validated.api_key else None
+    return _public_config(await services.store.update_llm_config(user_id, config_id, values))
 
 
 @router.delete("/access/users/{user_id}/llm-model-configs/{config_id}", status_code=204)

@@ -568,12 +568,6 @@ async def _put_on_the_seeded_config(settings: Settings, *bodies: dict[str, Any])
     return results
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: PUT llm-model-configs passes an explicit null for a NOT NULL column (name, provider, model, "
-    "temperature) to SQLite, whose IntegrityError becomes a 500 instead of a 422 (controller/routes.py "
-    "LlmConfigUpdate + update_llm_config)",
-)
 async def test_null_in_a_required_llm_model_config_field_is_422(make_settings):
     bodies = ({"name": None}, {"model": None}, {"temperature": None}, {"provider": None})
     for body, (response, kept) in zip(bodies, await _put_on_the_seeded_config(make_settings(), *bodies), strict=True):
@@ -587,12 +581,6 @@ async def test_null_in_a_required_llm_model_config_field_is_422(make_settings):
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: PUT llm-model-configs accepts provider 'openai' on a configuration without base_url (200) "
-    "although POST refuses that with 422; the stored configuration would send the user's turns to ChatOpenAI's "
-    "default endpoint (controller/routes.py LlmConfigUpdate has no _openai_needs_base_url check)",
-)
 async def test_switching_to_openai_without_base_url_is_422(make_settings):
     [(response, kept)] = await _put_on_the_seeded_config(make_settings(), {"provider": "openai"})
     assert response.status_code == 422, (response.status_code, response.text)
