@@ -4,6 +4,10 @@
 blank lines, as the reference server sent them), `POST /stream/NAME` with the reference server's SSE headers.
 The frames are read once at start; a request only yields them, one body chunk per frame, as the reference
 server's StreamingResponse does.
+
+The listening socket is made with `proto=IPPROTO_TCP`, as uvicorn's own binding would make it: asyncio sets
+TCP_NODELAY only on sockets whose `proto` is IPPROTO_TCP, so with `socket.socket(AF_INET)` (proto 0) every
+connection would keep Nagle's algorithm on. This baseline is the ordinary, well-configured FastAPI + uvicorn.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def create_app(frames_dir: Path) -> FastAPI:
 @click.option("--frames-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--log-level", default="warning")
 def main(host: str, port: int, frames_dir: Path, log_level: str) -> None:
-    sock = socket.socket(socket.AF_INET)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # see the module's docstring
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_host, bound_port = sock.getsockname()[:2]

@@ -13,7 +13,7 @@ import click
 
 from . import report, sessions, streams
 
-FULL = {"turns": 10, "chunks": 2000, "sizes": "1000,10000,100000", "calls": 30}
+FULL = {"turns": 20, "chunks": 2000, "sizes": "1000,10000,100000", "calls": 30}
 QUICK = {"turns": 2, "chunks": 50, "sizes": "100,500", "calls": 5}
 
 

@@ -6,9 +6,8 @@ import json
 import random
 import sqlite3
 import time
-import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 SESSIONS_PER_USER = 50
@@ -18,7 +17,6 @@ COLUMNS = (
     "total_tokens, last_message_at, created_at, updated_at, metadata, stats, pinned"
 )
 INSERT = f"INSERT INTO chat_sessions ({COLUMNS}) VALUES ({', '.join('?' * 15)})"
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # the server's own (TIME-001)
 
 
 @dataclass(frozen=True)
@@ -30,24 +28,36 @@ class FillReport:
     seconds: float  # generating the rows, inserting them and checkpointing the WAL
 
 
+def _uuid4(rng: random.Random) -> str:
+    digits = f"{rng.getrandbits(128):032x}"
+    variant = "89ab"[int(digits[16], 16) & 3]
+    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
+
+
+def _timestamp(seconds: int, micros: int) -> str:
+    """The server's own format (TIME-001), without a datetime per row."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micros:06d}Z"
+
+
 def _rows(project_id: str, caller_id: str, total: int, rng: random.Random) -> list[tuple]:
     users = max(1, total // SESSIONS_PER_USER)
-    user_ids = [caller_id] + [str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(users - 1)]
-    owners = [user_ids[i // SESSIONS_PER_USER] if i < users * SESSIONS_PER_USER else user_ids[-1] for i in range(total)]
+    user_ids = [caller_id] + [_uuid4(rng) for _ in range(users - 1)]
+    owners = [user_ids[min(i // SESSIONS_PER_USER, users - 1)] for i in range(total)]
     rng.shuffle(owners)  # the caller's sessions are spread over the table, as they would be after months of use
     seen: dict[str, int] = {}
-    base = datetime(2025, 1, 1, tzinfo=UTC)
+    base = int(datetime(2025, 1, 1, tzinfo=UTC).timestamp())
     metadata = json.dumps({"source": "bench"})
     rows = []
     for owner in owners:
         nth = seen[owner] = seen.get(owner, 0) + 1
-        created = base + timedelta(seconds=rng.randrange(0, 300 * 86400), microseconds=rng.randrange(1_000_000))
-        updated = created + timedelta(seconds=rng.randrange(0, 30 * 86400))
+        created = base + rng.randrange(300 * 86400)
+        updated = created + rng.randrange(30 * 86400)
+        stamp = _timestamp(updated, rng.randrange(1_000_000))
         messages = rng.randrange(2, 40)
         tokens_in, tokens_out = messages * 120, messages * 40
         rows.append(
             (
-                str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                _uuid4(rng),
                 owner,
                 project_id,
                 f"Session {nth} of the bench",
@@ -56,9 +66,9 @@ def _rows(project_id: str, caller_id: str, total: int, rng: random.Random) -> li
                 tokens_in,
                 tokens_out,
                 tokens_in + tokens_out,
-                updated.strftime(TIME_FORMAT),
-                created.strftime(TIME_FORMAT),
-                updated.strftime(TIME_FORMAT),
+                stamp,
+                _timestamp(created, rng.randrange(1_000_000)),
+                stamp,
                 metadata,
                 None,
                 nth <= PINNED_PER_USER,
@@ -77,7 +87,7 @@ def fill(db_path: Path, project_id: str, caller_id: str, total: int, *, seed: in
         conn.execute("PRAGMA synchronous=OFF")  # this connection only; the server's keep theirs
         conn.execute("PRAGMA cache_size=-65536")
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(INSERT, rows)
+        conn.executemany(INSERT, sorted(rows))  # by thread_id: the unique index grows at its end
         conn.execute("COMMIT")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # read from the main file, as after a quiet period
     finally:

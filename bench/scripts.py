@@ -26,6 +26,8 @@ class Variant:
 
 
 VARIANTS = (Variant("text", "bench-long-text"), Variant("tool", "bench-long-tool"))
+# The built-in three-chunk answer, run back to back on one connection: what TTFE is between quick turns.
+SHORT = Variant("short", "plain")
 
 
 def _chunks(count: int) -> list[str]:

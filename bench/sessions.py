@@ -81,25 +81,40 @@ def explain(conn: sqlite3.Connection, params: tuple[str, str]) -> QueryPlan:
     return QueryPlan([row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LISTING_QUERY}", params)])
 
 
-def time_query(conn: sqlite3.Connection, params: tuple[str, str], calls: int) -> list[float]:
-    """The listing query alone, fetched whole, as the repository runs it."""
+def time_query(
+    conn: sqlite3.Connection, params: tuple[str, str], calls: int, *, warm_up: int = WARM_UP_CALLS
+) -> list[float]:
+    """The listing query alone, fetched whole, as the repository runs it (in milliseconds)."""
     timings = []
-    for _ in range(WARM_UP_CALLS + calls):
+    for _ in range(warm_up + calls):
         start = time.perf_counter()
         conn.execute(LISTING_QUERY, params).fetchall()
         timings.append((time.perf_counter() - start) * 1000)
-    return timings[WARM_UP_CALLS:]
+    return timings[warm_up:]
 
 
 def _listing_index_name() -> str:
     return LISTING_INDEX.split(" ON ", 1)[0].split()[-1]
 
 
+@dataclass
+class _Project:
+    size: int
+    project_id: str
+    db: Path
+    url: str
+    report: FillReport
+    http_ms: list[float] = field(default_factory=list)
+    sql_ms: list[float] = field(default_factory=list)
+    listed: list[dict] = field(default_factory=list)
+
+
 async def run(workdir: Path, *, sizes: list[int], calls: int, log: Callable[[str], None]) -> SessionsResults:
+    """One project per size, all filled first; then the calls go round the sizes, so drift hits every size."""
     settings = Settings(data_dir=workdir / "sessions-data", log_level="warning")
     app = create_app(settings)
     results = SessionsResults(calls)
-    last: tuple[Path, tuple[str, str]] | None = None
+    projects: list[_Project] = []
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://reference", timeout=120) as client:
@@ -111,28 +126,37 @@ async def run(workdir: Path, *, sizes: list[int], calls: int, log: Callable[[str
                 report = fill(db, project_id, user_id, size)
                 log(f"filled {report.rows} sessions of {report.users} users in {report.seconds:.2f}s")
                 url = spec.default_prefix().format(project_id=project_id) + "/sessions"
-                timings: list[float] = []
-                listed: list[dict] = []
-                for _ in range(WARM_UP_CALLS + calls):
-                    start = time.perf_counter()
-                    response = await client.get(url, headers=headers)
-                    timings.append((time.perf_counter() - start) * 1000)
-                    response.raise_for_status()
-                    listed = response.json()
-                if len(listed) != report.caller_rows:
-                    raise RuntimeError(f"GET /sessions listed {len(listed)} sessions, not {report.caller_rows}")
-                params = (user_id, project_id)
-                with sqlite3.connect(db) as conn:
-                    sql = time_query(conn, params, calls)
-                problem = order_problem(listed)
-                results.sizes.append(SizeResult(size, report, timings[WARM_UP_CALLS:], sql, len(listed), problem))
-                last = (db, params)
-    if last is not None:
-        db, params = last
-        with sqlite3.connect(db) as conn:
+                projects.append(_Project(size, project_id, db, url, report))
+            connections = [sqlite3.connect(project.db) for project in projects]
+            try:
+                for call in range(WARM_UP_CALLS + calls):
+                    for project, conn in zip(projects, connections, strict=True):
+                        start = time.perf_counter()
+                        response = await client.get(project.url, headers=headers)
+                        elapsed = (time.perf_counter() - start) * 1000
+                        response.raise_for_status()
+                        project.listed = response.json()
+                        sql = time_query(conn, (user_id, project.project_id), 1, warm_up=0)
+                        if call >= WARM_UP_CALLS:
+                            project.http_ms.append(elapsed)
+                            project.sql_ms.extend(sql)
+            finally:
+                for conn in connections:
+                    conn.close()
+    for project in projects:
+        if len(project.listed) != project.report.caller_rows:
+            raise RuntimeError(f"GET /sessions listed {len(project.listed)} sessions, not {project.report.caller_rows}")
+        problem = order_problem(project.listed)
+        results.sizes.append(
+            SizeResult(project.size, project.report, project.http_ms, project.sql_ms, len(project.listed), problem)
+        )
+    if projects:
+        largest = projects[-1]
+        params = (user_id, largest.project_id)
+        with sqlite3.connect(largest.db) as conn:
             results.plan = explain(conn, params)
         copy = workdir / "without-listing-index.db"  # a copy: the server's database is never changed
-        shutil.copyfile(db, copy)
+        shutil.copyfile(largest.db, copy)
         with sqlite3.connect(copy) as conn:
             conn.execute(f"DROP INDEX IF EXISTS {_listing_index_name()}")
             results.plan_without_listing_index = explain(conn, params)

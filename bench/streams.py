@@ -5,6 +5,10 @@
 - bare LangGraph: the same graph and fake model in this process (bench/bare_langgraph.py);
 - bare FastAPI: a minimal FastAPI app in its own process on 127.0.0.1 replaying the reference server's frames,
   recorded once per variant, with no work (bench/bare_sse.py).
+
+The long variants run interleaved (each subject's turns are separated by the others'); the `short` variant then
+runs back to back, subject by subject, each turn sent as soon as the previous stream ended on the same
+keep-alive connection, as a client does when it chats quickly.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from . import servers
 from .bare_langgraph import BareLangGraph
 from .http_client import login, new_project, timed_stream
 from .samples import TurnSample
-from .scripts import Variant, write_scripts
+from .scripts import SHORT, Variant, write_scripts
 
 REFERENCE, LANGGRAPH, FASTAPI = "reference server", "bare LangGraph", "bare FastAPI SSE"
 SUBJECTS = (REFERENCE, LANGGRAPH, FASTAPI)
@@ -42,7 +46,7 @@ async def run(workdir: Path, *, turns: int, chunks: int, log: Callable[[str], No
     scripts_dir, frames_dir = workdir / "scripts", workdir / "frames"
     frames_dir.mkdir(parents=True)
     variants = write_scripts(scripts_dir, chunks)
-    results = StreamResults(turns, chunks, variants)
+    results = StreamResults(turns, chunks, [*variants, SHORT])
     started: list[servers.ServerProcess] = []
     graph = BareLangGraph(workdir / "bare-langgraph", scripts_dir)
     try:
@@ -57,7 +61,7 @@ async def run(workdir: Path, *, turns: int, chunks: int, log: Callable[[str], No
                 body = {"message": variant.message}
                 return timed_stream(ref_client, f"{prefix}/stream", body=body, headers=headers, keep=keep)
 
-            for variant in variants:  # record the frames the bare endpoint replays (and warm the server up)
+            for variant in results.variants:  # record the frames the bare endpoint replays (and warm the server up)
                 frames: list[bytes] = []
                 sample = await reference_turn(variant, frames)
                 (frames_dir / f"{variant.name}.sse").write_bytes(b"".join(frame + b"\n\n" for frame in frames))
@@ -73,7 +77,7 @@ async def run(workdir: Path, *, turns: int, chunks: int, log: Callable[[str], No
                     LANGGRAPH: lambda variant: graph.turn(variant.message),
                     FASTAPI: lambda variant: timed_stream(bare_client, f"/stream/{variant.name}"),
                 }
-                for variant in variants:  # warm-up, not counted
+                for variant in results.variants:  # warm-up, not counted
                     for subject in (LANGGRAPH, FASTAPI):
                         await run_turn[subject](variant)
                 for index in range(turns):
@@ -82,6 +86,10 @@ async def run(workdir: Path, *, turns: int, chunks: int, log: Callable[[str], No
                         for subject in order:
                             results.add(variant, subject, await run_turn[subject](variant))
                     log(f"turn {index + 1}/{turns} done")
+                for subject in SUBJECTS:  # back to back: no pause between one stream's end and the next request
+                    for _ in range(max(turns, 5)):
+                        results.add(SHORT, subject, await run_turn[subject](SHORT))
+                log("short turns done")
     finally:
         for server in reversed(started):
             server.stop()

@@ -46,7 +46,8 @@ def serve(host: str, port: int, folders: tuple[Path, ...], log_level: str) -> No
         library = ScriptLibrary.from_folders(folders)
     except ScriptFileError as error:
         raise click.ClickException(str(error)) from error
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on such sockets (no delayed-ACK stalls).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))

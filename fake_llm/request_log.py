@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import asdict, dataclass, field
 from threading import Lock
 from typing import Any
@@ -28,13 +29,17 @@ class RequestRecord:
 
 
 class RequestLog:
-    def __init__(self) -> None:
-        self._records: list[RequestRecord] = []
+    """The newest `max_records` requests (a long-running server must not grow without bound)."""
+
+    def __init__(self, max_records: int = 10_000) -> None:
+        self._records: deque[RequestRecord] = deque(maxlen=max_records)
+        self._sequence = 0
         self._lock = Lock()
 
     def add(self, **fields: Any) -> RequestRecord:
         with self._lock:
-            record = RequestRecord(sequence=len(self._records) + 1, **fields)
+            self._sequence += 1
+            record = RequestRecord(sequence=self._sequence, **fields)
             self._records.append(record)
             return record
 

@@ -54,7 +54,10 @@ def main(config_file: Path | None, **options) -> None:
         settings = load_settings(config_file, **options)
     except (ValidationError, ValueError) as exc:
         raise click.BadParameter(str(exc)) from exc
-    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on such sockets, and without it small SSE frames
+    # wait for the client's delayed ACK (about 40 ms per frame on a kept-alive connection).
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((settings.host, settings.port))
     host, port = sock.getsockname()[:2]

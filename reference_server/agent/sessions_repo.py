@@ -64,8 +64,7 @@ async def migrate(db: aiosqlite.Connection) -> list[str]:
     when its schema is detected, before the DDL of spec/db/schema.sql creates what is still missing.
     """
     applied: list[str] = []
-    async with db.execute("PRAGMA table_info(chat_sessions)") as cursor:
-        columns = {row[1] for row in await cursor.fetchall()}
+    columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(chat_sessions)")}
     contract = spec.load_document(spec.DB_DIR / "contract.yaml")
     if columns and "pinned" not in columns:
         legacy = next(s for s in contract["legacy_schemas"] if s["name"] == "v0-before-pinned")
@@ -86,13 +85,15 @@ class ChatSessionsRepository:
         self._write_lock = asyncio.Lock()
 
     async def get(self, thread_id: str) -> ChatSession | None:
-        async with self.db.execute("SELECT * FROM chat_sessions WHERE thread_id = ?", (thread_id,)) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else _row_to_session(row)
+        # Every read runs whole in one call: a statement left open across an await on this shared connection
+        # would pin an old WAL snapshot, and the next write on it would fail at once with SQLITE_BUSY.
+        rows = await self.db.execute_fetchall("SELECT * FROM chat_sessions WHERE thread_id = ?", (thread_id,))
+        return _row_to_session(rows[0]) if rows else None
 
     async def list_for(self, user_id: str) -> list[ChatSession]:
-        async with self.db.execute(LISTING_QUERY, (user_id, self.project_id)) as cursor:
-            return [_row_to_session(row) for row in await cursor.fetchall()]
+        return [
+            _row_to_session(row) for row in await self.db.execute_fetchall(LISTING_QUERY, (user_id, self.project_id))
+        ]
 
     async def create(self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None) -> ChatSession:
         now = utc_now()
@@ -108,15 +109,14 @@ class ChatSessionsRepository:
     async def _mutate(self, thread_id: str, assignments: str, params: tuple[Any, ...]) -> ChatSession | None:
         """Apply one UPDATE that also moves updated_at strictly forward (LIST-003)."""
         async with self._write_lock:
-            async with self.db.execute(
+            rows = await self.db.execute_fetchall(
                 "SELECT updated_at FROM chat_sessions WHERE thread_id = ?", (thread_id,)
-            ) as cursor:
-                row = await cursor.fetchone()
-            if row is None:
+            )
+            if not rows:
                 return None
             await self.db.execute(
                 f"UPDATE chat_sessions SET {assignments}, updated_at = ? WHERE thread_id = ?",
-                (*params, later_than(row[0]), thread_id),
+                (*params, later_than(rows[0][0]), thread_id),
             )
             await self.db.commit()
         return await self.get(thread_id)

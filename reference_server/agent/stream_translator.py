@@ -107,10 +107,14 @@ class StreamTranslator:
     session_id: str
     title_counts_in_stats: bool
     stats: TurnStatistics = field(default_factory=TurnStatistics)
-    streamed_text: str = ""  # every `content` sent, so a cut-short turn can keep what the user saw
+    streamed: list[str] = field(default_factory=list)  # every `content` sent: a cut-short turn keeps it
 
     def __post_init__(self) -> None:
         self._tool_calls = ToolCallStreamAccumulator(self.session_id)
+
+    @property
+    def streamed_text(self) -> str:
+        return "".join(self.streamed)
 
     def _counted(self, node: str | None) -> bool:
         return node == LLM_NODE or (node == TITLE_NODE and self.title_counts_in_stats)
@@ -136,7 +140,7 @@ class StreamTranslator:
         events: list[Event] = []
         text = chunk.content if isinstance(chunk.content, str) else chunk.text
         if text:
-            self.streamed_text += text
+            self.streamed.append(text)
             events.append(
                 ContentEvent(type="content", content=text, session_id=self.session_id).model_dump(exclude_none=True)
             )

@@ -32,8 +32,8 @@ def sse_frames(turn: Turn) -> AsyncIterator[str]:
 
     async def frames() -> AsyncIterator[str]:
         try:
-            async for event in turn.stream():
-                yield f"data: {json.dumps(event, ensure_ascii=False, separators=(',', ':'))}\n\n"
+            async for batch in turn.stream():
+                yield "".join(f"data: {json.dumps(e, ensure_ascii=False, separators=(',', ':'))}\n\n" for e in batch)
         finally:
             if not turn.finished.is_set():  # the client went away: stop the graph, keep the bookkeeping
                 turn.stop("client disconnected")

@@ -105,11 +105,14 @@ class ControllerStore:
         assert self._db is not None, "ControllerStore.open() was not awaited"
         return self._db
 
+    async def _rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[aiosqlite.Row]:
+        """A whole read in one call: no statement stays open across an await on the shared connection."""
+        return list(await self.db.execute_fetchall(sql, params))
+
     # --- users ------------------------------------------------------------------------------------------
 
     async def count_users(self) -> int:
-        async with self.db.execute("SELECT COUNT(*) FROM users") as cursor:
-            return (await cursor.fetchone())[0]
+        return (await self._rows("SELECT COUNT(*) FROM users"))[0][0]
 
     async def add_user(
         self,
@@ -132,9 +135,8 @@ class ControllerStore:
         return user
 
     async def _user(self, where: str, value: str) -> User | None:
-        async with self.db.execute(f"SELECT * FROM users WHERE {where} = ?", (value,)) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else User(**{**dict(row), "is_superadmin": bool(row["is_superadmin"])})
+        rows = await self._rows(f"SELECT * FROM users WHERE {where} = ?", (value,))
+        return User(**{**dict(rows[0]), "is_superadmin": bool(rows[0]["is_superadmin"])}) if rows else None
 
     async def user_by_id(self, user_id: str) -> User | None:
         return await self._user("user_id", user_id)
@@ -143,8 +145,7 @@ class ControllerStore:
         return await self._user("username", username)
 
     async def list_users(self) -> list[User]:
-        async with self.db.execute("SELECT user_id FROM users ORDER BY created_at") as cursor:
-            ids = [row[0] for row in await cursor.fetchall()]
+        ids = [row[0] for row in await self._rows("SELECT user_id FROM users ORDER BY created_at")]
         return [user for user_id in ids if (user := await self.user_by_id(user_id))]
 
     # --- projects ---------------------------------------------------------------------------------------
@@ -159,13 +160,11 @@ class ControllerStore:
         return project
 
     async def project(self, project_id: str) -> Project | None:
-        async with self.db.execute("SELECT * FROM projects WHERE project_id = ?", (project_id,)) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else Project(**dict(row))
+        rows = await self._rows("SELECT * FROM projects WHERE project_id = ?", (project_id,))
+        return Project(**dict(rows[0])) if rows else None
 
     async def list_projects(self) -> list[Project]:
-        async with self.db.execute("SELECT * FROM projects ORDER BY created_at, name") as cursor:
-            return [Project(**dict(row)) for row in await cursor.fetchall()]
+        return [Project(**dict(row)) for row in await self._rows("SELECT * FROM projects ORDER BY created_at, name")]
 
     async def set_project_status(self, project_id: str, status: str) -> None:
         await self.db.execute("UPDATE projects SET status = ? WHERE project_id = ?", (status, project_id))
@@ -188,18 +187,17 @@ class ControllerStore:
         return await self.llm_config(user_id, row["config_id"])
 
     async def llm_config(self, user_id: str, config_id: str) -> dict[str, Any] | None:
-        async with self.db.execute(
+        rows = await self._rows(
             "SELECT * FROM llm_model_configs WHERE user_id = ? AND config_id = ?", (user_id, config_id)
-        ) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else dict(row)
+        )
+        return dict(rows[0]) if rows else None
 
     async def llm_configs(self, user_id: str) -> list[dict[str, Any]]:
-        async with self.db.execute(
+        rows = await self._rows(
             "SELECT * FROM llm_model_configs WHERE user_id = ? ORDER BY is_default DESC, created_at, config_id",
             (user_id,),
-        ) as cursor:
-            return [dict(row) for row in await cursor.fetchall()]
+        )
+        return [dict(row) for row in rows]
 
     async def update_llm_config(self, user_id: str, config_id: str, values: dict[str, Any]) -> dict[str, Any] | None:
         if values:
