@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +163,7 @@ class ServerProcess:
     process: subprocess.Popen
     base_url: str
     data_dir: Path
+    output: collections.deque[str] = field(default_factory=collections.deque)  # the newest lines it printed
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
         if self.process.poll() is None:
@@ -185,6 +188,9 @@ def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerPro
         process.kill()
         raise RuntimeError(f"the server did not start: {line}{process.stdout.read()}")
     base_url = match.group(1)
+    # Keep reading the server's output: an unread pipe fills up and then blocks the server's logging.
+    tail: collections.deque[str] = collections.deque(maxlen=200)
+    threading.Thread(target=lambda: tail.extend(process.stdout), daemon=True).start()
     for _ in range(200):  # the socket is bound before the app's lifespan completes
         try:
             if httpx.get(f"{base_url}/v3/version", timeout=1).status_code == 200:
@@ -194,7 +200,7 @@ def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerPro
         import time
 
         time.sleep(0.05)
-    return ServerProcess(process, base_url, data_dir)
+    return ServerProcess(process, base_url, data_dir, tail)
 
 
 @pytest.fixture

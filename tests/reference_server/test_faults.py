@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ import pytest
 
 from reference_server.agent.service import CANCELLED_TOOL_OUTPUT
 
-from .conftest import Lab, ServerProcess, Stream, in_process_lab, start_server_process
+from .conftest import Lab, Stream, in_process_lab, start_server_process
 
 pytestmark = pytest.mark.anyio
 
@@ -64,22 +65,23 @@ title:
   usage: {input_tokens: 6, output_tokens: 1}
 """
 
-# What one whole first turn (with its title generation, title_counts_in_stats: true) adds, per built-in script:
-# (roles of the history, llm calls, input tokens, output tokens, title, answer text).
-FIRST_TURN = {
-    "plain": (["user", "assistant"], 2, 42 + 30, 9 + 4, "Lab health check", "The lab looks healthy."),
-    "tool-round-trip": (
-        ["user", "assistant", "tool", "assistant"], 3, 120 + 180 + 40, 18 + 7 + 3, "Topology overview",
-        "The topology has two routers.",
-    ),
-    "parallel-tools": (
-        ["user", "assistant", "tool", "tool", "assistant"], 3, 150 + 260 + 45, 40 + 9 + 6,
-        "Routing tables of R1 and R2", "Checking both routers.Both routers know 10.0.0.0/24.",
-    ),
+# What one turn of each built-in script adds, without its title generation: (history roles, llm calls, input
+# tokens, output tokens, answer text); and what the title generation of the session's first turn adds (counted:
+# title_counts_in_stats defaults to true): (llm calls, input tokens, output tokens, title).
+TURNS = {
+    "plain": (["user", "assistant"], 1, 42, 9, "The lab looks healthy."),
+    "tool-round-trip": (["user", "assistant", "tool", "assistant"], 2, 120 + 180, 18 + 7,
+                        "The topology has two routers."),
+    "parallel-tools": (["user", "assistant", "tool", "tool", "assistant"], 2, 150 + 260, 40 + 9,
+                       "Checking both routers.Both routers know 10.0.0.0/24."),
 }
-PLAIN_LATER = (1, 42, 9)  # a later plain turn: one generation, no title generation
+TITLES = {
+    "plain": (1, 30, 4, "Lab health check"),
+    "tool-round-trip": (1, 40, 3, "Topology overview"),
+    "parallel-tools": (1, 45, 6, "Routing tables of R1 and R2"),
+}
 SLOW_ANSWER = "Sorry for the wait: all links are up."
-PLAIN_ANSWER = "The lab looks healthy."
+PLAIN_ANSWER = TURNS["plain"][4]
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +92,31 @@ def scripts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+class LoggedServer:
+    """A server process whose output is read as it comes: nobody else reads the pipe, and a server whose log
+    fills it would block on its next log line."""
+
+    def __init__(self, data_dir: Path, *args: str) -> None:
+        self.server = start_server_process(data_dir, *args)
+        self.process, self.base_url = self.server.process, self.server.base_url
+        self.lines: list[str] = []
+        threading.Thread(target=self._drain, name=f"server-log-{self.process.pid}", daemon=True).start()
+
+    def _drain(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def log_text(self) -> str:
+        return "".join(self.lines)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        return self.server.stop(sig)
+
+
 @pytest.fixture(scope="module")
 def socket_server(tmp_path_factory: pytest.TempPathFactory, scripts_dir: Path):
     """One real server process for the socket variants; each test works in a project of its own."""
-    server = start_server_process(tmp_path_factory.mktemp("socket-server") / "data",
-                                  "--fake-llm-scripts", str(scripts_dir))
+    server = LoggedServer(tmp_path_factory.mktemp("socket-server") / "data", "--fake-llm-scripts", str(scripts_dir))
     try:
         yield server
     finally:
@@ -205,19 +227,22 @@ async def stream_when_free(lab: Lab, message: str, session_id: str, deadline: fl
 
 
 def assert_tool_calls_answered(messages: list[dict[str, Any]]) -> None:
-    """HISTORY-005 both ways: every tool message answers an earlier call, every call is answered."""
-    calls: dict[str, str] = {}
-    answered: set[str] = set()
-    for message in messages:
-        if message["role"] == "assistant":
-            for call in message.get("tool_calls") or []:
-                calls[call["id"]] = call["function"]["name"]
-        elif message["role"] == "tool":
-            assert message["tool_call_id"] in calls, f"a tool message answers no earlier call: {message}"
-            assert message["name"] == calls[message["tool_call_id"]], message
-            assert message["tool_call_id"] not in answered, f"a tool call answered twice: {message}"
-            answered.add(message["tool_call_id"])
-    assert set(calls) == answered, f"tool calls without a result: {sorted(set(calls) - answered)}"
+    """HISTORY-005 both ways: the tool messages right after an assistant message answer its calls, each once,
+    with the call's name; no tool message stands elsewhere. (Scripted call ids repeat from turn to turn.)"""
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        assert message["role"] != "tool", f"a tool message that follows no assistant tool call: {message}"
+        calls = {c["id"]: c["function"]["name"] for c in message.get("tool_calls") or []}
+        if message["role"] != "assistant" or not calls:
+            continue
+        answers = []
+        while index < len(messages) and messages[index]["role"] == "tool":
+            answers.append(messages[index])
+            index += 1
+        assert sorted(a["tool_call_id"] for a in answers) == sorted(calls), (calls, answers)
+        assert all(a["name"] == calls[a["tool_call_id"]] for a in answers), (calls, answers)
 
 
 async def assert_invariants(lab: Lab, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -230,6 +255,11 @@ async def assert_invariants(lab: Lab, session_id: str) -> tuple[dict[str, Any], 
     assert history["llm_calls"] == session["llm_calls_count"]
     assert_tool_calls_answered(messages)
     return session, messages
+
+
+def stats(messages: int, llm_calls: int, input_tokens: int, output_tokens: int) -> tuple[int, int, int, int, int]:
+    """Expected statistics, in the order of `stats_of`; total_tokens is their sum (STATS-004)."""
+    return messages, llm_calls, input_tokens, output_tokens, input_tokens + output_tokens
 
 
 def stats_of(session: dict[str, Any]) -> tuple[int, int, int, int, int]:
@@ -251,9 +281,6 @@ def assert_completed(stream: Stream, session_id: str) -> None:
 # A turn stopped mid-answer keeps its user message and the text it streamed (STREAM-CONTENT-001), and counts the
 # generation it started (STATS-002) with no usage (none was reported, STATS-003); one stopped mid-tool keeps the
 # tool call, answered by a "cancelled" tool message, and the usage of its completed generation.
-def stats(messages: int, llm_calls: int, input_tokens: int, output_tokens: int) -> tuple[int, int, int, int, int]:
-    return messages, llm_calls, input_tokens, output_tokens, input_tokens + output_tokens
-
 
 DISCONNECTS = {
     "mid-answer": (
@@ -325,7 +352,7 @@ async def test_client_disconnect_in_process(make_settings, scripts_dir, point):
 @pytest.mark.covers("STATS-001", "STATS-002", "STATS-003", "STATS-004", "STATS-005", "HISTORY-005", "SESSION-005",
                     "STREAM-CONTENT-001", "TITLE-004")
 @pytest.mark.parametrize("point", list(DISCONNECTS))
-async def test_client_disconnect_over_socket(socket_server: ServerProcess, point):
+async def test_client_disconnect_over_socket(socket_server: LoggedServer, point):
     async with httpx.AsyncClient(base_url=socket_server.base_url, timeout=30) as client:
         lab = await Lab(client).setup()
 
@@ -343,8 +370,8 @@ async def test_sigkill_mid_stream_then_restart(tmp_path: Path):
     data_dir = tmp_path / "data"
     session_id = "crash-1"
     # Heartbeats every 0.5 s, so that a frame arrives while the slow script still waits for its 3 s.
-    server = start_server_process(data_dir, "--heartbeat-interval", "0.5")
-    restarted: ServerProcess | None = None
+    server = LoggedServer(data_dir, "--heartbeat-interval", "0.5")
+    restarted: LoggedServer | None = None
     try:
         async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as client:
             lab = await Lab(client).setup()
@@ -373,7 +400,7 @@ async def test_sigkill_mid_stream_then_restart(tmp_path: Path):
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         db.close()
 
-        restarted = start_server_process(data_dir)  # the project was left opened: opened again at start-up
+        restarted = LoggedServer(data_dir)  # the project was left opened: opened again at start-up
         async with httpx.AsyncClient(base_url=restarted.base_url, timeout=30) as client:
             lab = Lab(client)
             lab.headers = await lab.login()
@@ -381,20 +408,23 @@ async def test_sigkill_mid_stream_then_restart(tmp_path: Path):
             response = await client.get(f"{lab.prefix()}/sessions", headers=lab.headers)
             assert response.status_code == 200, response.text
             assert [s["thread_id"] for s in response.json()] == [session_id]
-            crashed = await lab.history(session_id)
-            print("history after the crash:", [(m["role"], m["content"]) for m in crashed["messages"]])
-            assert [m["content"] for m in crashed["messages"][:2]] == ["hello [[fake-llm:plain]]", PLAIN_ANSWER]
+            assert stats_of(response.json()[0]) == stats(2, 2, 72, 13)  # the killed turn wrote no statistics
+            crashed = [(m["role"], m["content"]) for m in (await lab.history(session_id))["messages"]]
+            print("history after the crash:", crashed)
+            # The killed turn leaves at most its user message (checkpointed before the LLM call); nothing half-done.
+            assert crashed in (
+                [("user", "hello [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER)],
+                [("user", "hello [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER), ("user", body["message"])],
+            )
 
             after = await lab.stream("still there? [[fake-llm:plain]]", session_id)
             assert_completed(after, session_id)
             assert after.content == PLAIN_ANSWER
             session, messages = await assert_invariants(lab, session_id)
-            assert messages[-2:] == [
-                {**messages[-2], "role": "user", "content": "still there? [[fake-llm:plain]]"},
-                {**messages[-1], "role": "assistant", "content": PLAIN_ANSWER},
-            ]
-            # The killed turn wrote no statistics; the next turn's add to the first turn's.
-            assert stats_of(session)[1:] == stats(0, 2 + 1, 72 + 42, 13 + 9)[1:]
+            assert [(m["role"], m["content"]) for m in messages] == [
+                *crashed, ("user", "still there? [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER)]
+            # The next turn's statistics add to the first turn's; message_count is the history's length again.
+            assert stats_of(session) == stats(len(crashed) + 2, 2 + 1, 72 + 42, 13 + 9)
             assert session["title"] == "Lab health check"
     finally:
         server.stop(signal.SIGKILL)
@@ -407,49 +437,78 @@ async def test_sigkill_mid_stream_then_restart(tmp_path: Path):
 SCRIPT_MIX = ["plain", "tool-round-trip", "parallel-tools"]
 
 
-async def check_concurrent_sessions(lab: Lab, label: str, count: int = 32) -> None:
+async def check_concurrent_sessions(lab: Lab, label: str, count: int = 32, rounds: int = 2) -> None:
+    """`rounds` bursts of `count` concurrent streams, one per session; then every session is checked."""
     sessions = {f"conc-{i:02d}": SCRIPT_MIX[i % len(SCRIPT_MIX)] for i in range(count)}
 
-    async def timed(session_id: str, script: str) -> tuple[Stream, float]:
+    async def timed(session_id: str, message: str) -> tuple[Stream | BaseException, float]:
         started = time.monotonic()
-        stream = await lab.stream(f"question {session_id} [[fake-llm:{script}]]", session_id)
+        try:
+            stream: Stream | BaseException = await lab.stream(message, session_id)
+        except Exception as exc:  # in-process, an exception of the app reaches the client
+            stream = exc
         return stream, time.monotonic() - started
 
-    started = time.monotonic()
-    results = await asyncio.gather(*(timed(sid, script) for sid, script in sessions.items()))
-    wall = time.monotonic() - started
-    total = sum(duration for _, duration in results)
-    print(f"\n{label}: {count} concurrent streams in {wall:.2f} s; sum of stream times {total:.2f} s; "
-          f"wall/sum = {wall / total:.3f} (1.0 would mean serialised)")
-
-    for (session_id, script), (stream, _) in zip(sessions.items(), results, strict=True):
-        assert_completed(stream, session_id)
-        roles, llm_calls, input_tokens, output_tokens, title, answer = FIRST_TURN[script]
-        assert stream.content == answer
-        session, messages = await assert_invariants(lab, session_id)
-        assert [m["role"] for m in messages] == roles
-        assert messages[0]["content"] == f"question {session_id} [[fake-llm:{script}]]"
-        assert stats_of(session) == stats(len(roles), llm_calls, input_tokens, output_tokens)
-        assert session["title"] == title
+    problems: list[str] = []
+    for round_ in range(rounds):
+        sent = {sid: f"question {round_} of {sid} [[fake-llm:{script}]]" for sid, script in sessions.items()}
+        started = time.monotonic()
+        results = await asyncio.gather(*(timed(sid, message) for sid, message in sent.items()))
+        wall = time.monotonic() - started
+        total = sum(duration for _, duration in results)
+        print(f"\n{label}, round {round_}: {count} concurrent streams in {wall:.2f} s; sum of stream times "
+              f"{total:.2f} s; wall/sum = {wall / total:.3f} (1.0 would mean serialised)")
+        for (session_id, script), (stream, _) in zip(sessions.items(), results, strict=True):
+            if isinstance(stream, BaseException):
+                problems.append(f"round {round_} {session_id}: {stream!r}")
+            elif stream.status != 200 or stream.types[-1:] != ["done"] or "error" in stream.types:
+                problems.append(f"round {round_} {session_id}: {stream.status} {stream.types or stream.text[:80]}")
+            elif stream.frame_violations or {e["session_id"] for e in stream.events} != {session_id}:
+                problems.append(f"round {round_} {session_id}: {stream.frame_violations} {stream.events}")
+            elif stream.content != TURNS[script][4]:
+                problems.append(f"round {round_} {session_id}: content {stream.content!r}")
 
     response = await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)
     assert response.status_code == 200
-    assert sorted(s["thread_id"] for s in response.json()) == sorted(sessions)
+    listed = sorted(s["thread_id"] for s in response.json())
+    for session_id, script in sessions.items():
+        roles, llm_calls, input_tokens, output_tokens, _ = TURNS[script]
+        title_calls, title_input, title_output, title = TITLES[script]
+        if session_id not in listed:
+            problems.append(f"{session_id}: not listed")
+            continue
+        try:
+            session, messages = await assert_invariants(lab, session_id)
+        except AssertionError as exc:
+            problems.append(f"{session_id}: {exc!r}"[:300])
+            continue
+        expected = stats(rounds * len(roles), rounds * llm_calls + title_calls,
+                         rounds * input_tokens + title_input, rounds * output_tokens + title_output)
+        if [m["role"] for m in messages] != roles * rounds or stats_of(session) != expected:
+            problems.append(f"{session_id}: {[m['role'] for m in messages]} {stats_of(session)} != {expected}")
+        elif [m["content"] for m in messages if m["role"] == "user"] != [
+                f"question {r} of {session_id} [[fake-llm:{script}]]" for r in range(rounds)]:
+            problems.append(f"{session_id}: user messages {[m for m in messages if m['role'] == 'user']}")
+        elif session["title"] != title:
+            problems.append(f"{session_id}: title {session['title']!r}")
+
+    assert (problems, listed) == ([], sorted(sessions)), f"{len(problems)} problems: " + "\n".join(problems[:12])
 
 
 @pytest.mark.covers("CONCURRENCY-003", "STATS-001", "STATS-002", "STATS-003", "STATS-004", "HISTORY-005",
-                    "LIST-001")
+                    "LIST-001", "SESSION-005", "TITLE-004")
 async def test_32_concurrent_sessions_in_process(lab):
     await check_concurrent_sessions(lab, "in-process")
 
 
 @pytest.mark.covers("CONCURRENCY-003", "STATS-001", "STATS-002", "STATS-003", "STATS-004", "HISTORY-005",
-                    "LIST-001")
-async def test_32_concurrent_sessions_over_socket(socket_server: ServerProcess):
+                    "LIST-001", "SESSION-005", "TITLE-004")
+async def test_32_concurrent_sessions_over_socket(socket_server: LoggedServer):
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     async with httpx.AsyncClient(base_url=socket_server.base_url, timeout=30, limits=limits) as client:
         lab = await Lab(client).setup()
         await check_concurrent_sessions(lab, "over a socket")
+    print(f"server log: {socket_server.log_text().count('database is locked')} 'database is locked' errors")
 
 
 # --- 4. a busy session -----------------------------------------------------------------------------------------
