@@ -35,8 +35,13 @@ def response_violations(operation_id: str, status: int, content_type: str | None
     operation = _operations()[operation_id]
     documented = operation["responses"].get(str(status))
     if documented is None:
-        return [Violation("CONTRACT-001", f"{operation_id} answered {status}, which openapi.yaml does not document "
-                                          f"(documented: {sorted(documented_statuses(operation_id))})")]
+        return [
+            Violation(
+                "CONTRACT-001",
+                f"{operation_id} answered {status}, which openapi.yaml does not document "
+                f"(documented: {sorted(documented_statuses(operation_id))})",
+            )
+        ]
     content = _response(spec.load_openapi(), documented).get("content") or {}
     if not content:
         if body not in (b"", ""):

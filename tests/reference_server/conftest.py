@@ -62,8 +62,9 @@ class Lab:
         self.prefix_template = settings.chat_prefix if settings else "/v3/projects/{project_id}/chat"
 
     async def login(self, username: str = "admin", password: str = "admin") -> dict[str, str]:
-        response = await self.client.post("/v3/access/users/authenticate",
-                                          json={"username": username, "password": password})
+        response = await self.client.post(
+            "/v3/access/users/authenticate", json={"username": username, "password": password}
+        )
         assert response.status_code == 200, response.text
         return {"Authorization": f"Bearer {response.json()['access_token']}"}
 
@@ -75,8 +76,9 @@ class Lab:
     async def new_project(self, name: str | None = None) -> str:
         import uuid
 
-        response = await self.client.post("/v3/projects", json={"name": name or f"lab-{uuid.uuid4().hex[:8]}"},
-                                          headers=self.headers)
+        response = await self.client.post(
+            "/v3/projects", json={"name": name or f"lab-{uuid.uuid4().hex[:8]}"}, headers=self.headers
+        )
         assert response.status_code == 201, response.text
         return response.json()["project_id"]
 
@@ -85,24 +87,35 @@ class Lab:
 
     async def add_user(self, username: str, *, llm: bool = True) -> tuple[str, dict[str, str]]:
         """A second user (with a fake-LLM configuration unless `llm=False`); returns (user_id, headers)."""
-        response = await self.client.post("/v3/access/users", json={"username": username, "password": "password-1"},
-                                          headers=self.headers)
+        response = await self.client.post(
+            "/v3/access/users", json={"username": username, "password": "password-1"}, headers=self.headers
+        )
         assert response.status_code == 201, response.text
         user_id = response.json()["user_id"]
         if llm:
             response = await self.client.post(
                 f"/v3/access/users/{user_id}/llm-model-configs",
-                json={"name": "fake", "provider": "fake", "model": "fake-model"}, headers=self.headers)
+                json={"name": "fake", "provider": "fake", "model": "fake-model"},
+                headers=self.headers,
+            )
             assert response.status_code == 201, response.text
         return user_id, await self.login(username, "password-1")
 
-    async def stream(self, message: str, session_id: str | None = None, *, headers: dict[str, str] | None = None,
-                     project_id: str | None = None, **extra: Any) -> Stream:
+    async def stream(
+        self,
+        message: str,
+        session_id: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        project_id: str | None = None,
+        **extra: Any,
+    ) -> Stream:
         body: dict[str, Any] = {"message": message, **extra}
         if session_id is not None:
             body["session_id"] = session_id
-        response = await self.client.post(f"{self.prefix(project_id)}/stream", json=body,
-                                          headers=headers or self.headers)
+        response = await self.client.post(
+            f"{self.prefix(project_id)}/stream", json=body, headers=headers or self.headers
+        )
         result = Stream(response.status_code, response.headers, response.text)
         if response.status_code == 200:
             parsed = parse_stream(response.text)
@@ -115,8 +128,9 @@ class Lab:
         return next(s for s in response.json() if s["thread_id"] == session_id)
 
     async def history(self, session_id: str, **params: Any) -> dict[str, Any]:
-        response = await self.client.get(f"{self.prefix()}/sessions/{session_id}/history", params=params,
-                                         headers=self.headers)
+        response = await self.client.get(
+            f"{self.prefix()}/sessions/{session_id}/history", params=params, headers=self.headers
+        )
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -145,8 +159,9 @@ class in_process_lab:  # noqa: N801 - used as `async with in_process_lab(setting
     async def __aenter__(self) -> Lab:
         self._lifespan = self.app.router.lifespan_context(self.app)
         await self._lifespan.__aenter__()
-        self._client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://reference",
-                                         timeout=30)
+        self._client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://reference", timeout=30
+        )
         lab = await Lab(self._client, self.settings).setup()
         lab.app = self.app  # in-process only: the app's services (e.g. the fake LLM's request log)
         return lab
@@ -178,9 +193,25 @@ class ServerProcess:
 def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_REF_")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "reference_server", "--host", "127.0.0.1", "--port", str(port),
-         "--data-dir", str(data_dir), "--log-level", "warning", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO_ROOT, env=env,
+        [
+            sys.executable,
+            "-m",
+            "reference_server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+            "--log-level",
+            "warning",
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
     )
     line = process.stdout.readline()
     match = re.search(r"listening on (http://\S+)", line)

@@ -24,8 +24,9 @@ def project_db(lab, project_id=None):
 async def test_the_database_matches_the_contract(lab):
     await lab.stream("[[fake-llm:tool-round-trip]]", "db-1")
     path = project_db(lab)
-    assert path.relative_to(lab.settings.projects_dir / lab.project_id).as_posix() == \
-        CONTRACT["location"].removeprefix("{project_dir}/")
+    assert path.relative_to(lab.settings.projects_dir / lab.project_id).as_posix() == CONTRACT["location"].removeprefix(
+        "{project_dir}/"
+    )
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == CONTRACT["journal_mode"]
         columns = {row[1]: row[2] for row in conn.execute("PRAGMA table_info(chat_sessions)")}
@@ -85,12 +86,16 @@ async def test_a_legacy_database_is_upgraded_in_place(lab):
     assert all(s["pinned"] is False for s in listing)
     for session in listing:
         row = next(r for r in rows if r["thread_id"] == session["thread_id"])
-        assert (session["title"], session["message_count"], session["input_tokens"]) == \
-            (row["title"], row["message_count"], row["input_tokens"])
+        assert (session["title"], session["message_count"], session["input_tokens"]) == (
+            row["title"],
+            row["message_count"],
+            row["input_tokens"],
+        )
     pinned = await lab.client.put(f"{lab.prefix(project_id)}/sessions/{mine[0]}/pin", headers=lab.headers)
     assert pinned.status_code == 200 and pinned.json()["pinned"] is True
-    assert (await lab.client.delete(f"{lab.prefix(project_id)}/sessions/{mine[0]}/pin",
-                                    headers=lab.headers)).json()["pinned"] is False
+    assert (await lab.client.delete(f"{lab.prefix(project_id)}/sessions/{mine[0]}/pin", headers=lab.headers)).json()[
+        "pinned"
+    ] is False
     before = (await lab.client.get(url, headers=lab.headers)).json()
     with sqlite3.connect(project_db(lab, project_id)) as conn:
         raw_before = conn.execute("SELECT * FROM chat_sessions ORDER BY id").fetchall()

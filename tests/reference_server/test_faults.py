@@ -70,10 +70,20 @@ title:
 # title_counts_in_stats defaults to true): (llm calls, input tokens, output tokens, title).
 TURNS = {
     "plain": (["user", "assistant"], 1, 42, 9, "The lab looks healthy."),
-    "tool-round-trip": (["user", "assistant", "tool", "assistant"], 2, 120 + 180, 18 + 7,
-                        "The topology has two routers."),
-    "parallel-tools": (["user", "assistant", "tool", "tool", "assistant"], 2, 150 + 260, 40 + 9,
-                       "Checking both routers.Both routers know 10.0.0.0/24."),
+    "tool-round-trip": (
+        ["user", "assistant", "tool", "assistant"],
+        2,
+        120 + 180,
+        18 + 7,
+        "The topology has two routers.",
+    ),
+    "parallel-tools": (
+        ["user", "assistant", "tool", "tool", "assistant"],
+        2,
+        150 + 260,
+        40 + 9,
+        "Checking both routers.Both routers know 10.0.0.0/24.",
+    ),
 }
 TITLES = {
     "plain": (1, 30, 4, "Lab health check"),
@@ -138,7 +148,7 @@ class FrameReader:
         while "\n\n" in self.buffer:
             frame, self.buffer = self.buffer.split("\n\n", 1)
             assert frame.startswith("data: "), frame
-            self.events.append(json.loads(frame[len("data: "):]))
+            self.events.append(json.loads(frame[len("data: ") :]))
 
 
 Until = Callable[[list[Event]], bool]
@@ -152,13 +162,25 @@ async def disconnect_in_process(app: Any, lab: Lab, body: dict[str, Any], until:
     """POST a stream straight to the ASGI app; once `until(events)`, the client disconnects (http.disconnect)."""
     path = f"{lab.prefix()}/stream"
     raw_body = json.dumps(body).encode()
-    headers = [(b"host", b"reference"), (b"content-type", b"application/json"),
-               (b"content-length", str(len(raw_body)).encode())]
+    headers = [
+        (b"host", b"reference"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(raw_body)).encode()),
+    ]
     headers += [(k.lower().encode(), v.encode()) for k, v in lab.headers.items()]
     scope = {
-        "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-        "headers": headers, "client": ("127.0.0.1", 50000), "server": ("reference", 80),
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("reference", 80),
     }
     reader = FrameReader()
     gone = asyncio.Event()
@@ -263,8 +285,13 @@ def stats(messages: int, llm_calls: int, input_tokens: int, output_tokens: int) 
 
 
 def stats_of(session: dict[str, Any]) -> tuple[int, int, int, int, int]:
-    return (session["message_count"], session["llm_calls_count"], session["input_tokens"],
-            session["output_tokens"], session["total_tokens"])
+    return (
+        session["message_count"],
+        session["llm_calls_count"],
+        session["input_tokens"],
+        session["output_tokens"],
+        session["total_tokens"],
+    )
 
 
 def assert_completed(stream: Stream, session_id: str) -> None:
@@ -284,12 +311,18 @@ def assert_completed(stream: Stream, session_id: str) -> None:
 
 DISCONNECTS = {
     "mid-answer": (
-        "dribble", "content", ["user", "assistant", "user", "assistant"],
-        stats(4, 3, 72, 13), stats(6, 4, 72 + 42, 13 + 9),
+        "dribble",
+        "content",
+        ["user", "assistant", "user", "assistant"],
+        stats(4, 3, 72, 13),
+        stats(6, 4, 72 + 42, 13 + 9),
     ),
     "mid-tool": (
-        "long-tool", "tool_start", ["user", "assistant", "user", "assistant", "tool"],
-        stats(5, 3, 72 + 80, 13 + 15), stats(7, 4, 72 + 80 + 42, 13 + 15 + 9),
+        "long-tool",
+        "tool_start",
+        ["user", "assistant", "user", "assistant", "tool"],
+        stats(5, 3, 72 + 80, 13 + 15),
+        stats(7, 4, 72 + 80 + 42, 13 + 15 + 9),
     ),
 }
 
@@ -320,9 +353,13 @@ async def check_disconnect(lab: Lab, disconnect: Callable[..., Any], point: str)
     if point == "mid-tool":
         call = messages[3]["tool_calls"]
         assert [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in call] == [
-            ("call_wait_1", "wait_seconds", {"seconds": 2})]
+            ("call_wait_1", "wait_seconds", {"seconds": 2})
+        ]
         assert (messages[4]["tool_call_id"], messages[4]["name"], messages[4]["content"]) == (
-            "call_wait_1", "wait_seconds", CANCELLED_TOOL_OUTPUT)
+            "call_wait_1",
+            "wait_seconds",
+            CANCELLED_TOOL_OUTPUT,
+        )
     assert ended_after < 2.0, f"the stopped turn took {ended_after:.2f} s to end: the disconnect did not stop it"
 
     # The session accepts a new turn, which completes and keeps the invariant.
@@ -335,8 +372,17 @@ async def check_disconnect(lab: Lab, disconnect: Callable[..., Any], point: str)
     assert session["title"] == "Lab health check"
 
 
-@pytest.mark.covers("STATS-001", "STATS-002", "STATS-003", "STATS-004", "STATS-005", "HISTORY-005", "SESSION-005",
-                    "STREAM-CONTENT-001", "TITLE-004")
+@pytest.mark.covers(
+    "STATS-001",
+    "STATS-002",
+    "STATS-003",
+    "STATS-004",
+    "STATS-005",
+    "HISTORY-005",
+    "SESSION-005",
+    "STREAM-CONTENT-001",
+    "TITLE-004",
+)
 @pytest.mark.parametrize("point", list(DISCONNECTS))
 async def test_client_disconnect_in_process(make_settings, scripts_dir, point):
     in_process = in_process_lab(make_settings(fake_llm_scripts=[scripts_dir]))
@@ -349,8 +395,17 @@ async def test_client_disconnect_in_process(make_settings, scripts_dir, point):
         await check_disconnect(lab, disconnect, point)
 
 
-@pytest.mark.covers("STATS-001", "STATS-002", "STATS-003", "STATS-004", "STATS-005", "HISTORY-005", "SESSION-005",
-                    "STREAM-CONTENT-001", "TITLE-004")
+@pytest.mark.covers(
+    "STATS-001",
+    "STATS-002",
+    "STATS-003",
+    "STATS-004",
+    "STATS-005",
+    "HISTORY-005",
+    "SESSION-005",
+    "STREAM-CONTENT-001",
+    "TITLE-004",
+)
 @pytest.mark.parametrize("point", list(DISCONNECTS))
 async def test_client_disconnect_over_socket(socket_server: LoggedServer, point):
     async with httpx.AsyncClient(base_url=socket_server.base_url, timeout=30) as client:
@@ -422,7 +477,10 @@ async def test_sigkill_mid_stream_then_restart(tmp_path: Path):
             assert after.content == PLAIN_ANSWER
             session, messages = await assert_invariants(lab, session_id)
             assert [(m["role"], m["content"]) for m in messages] == [
-                *crashed, ("user", "still there? [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER)]
+                *crashed,
+                ("user", "still there? [[fake-llm:plain]]"),
+                ("assistant", PLAIN_ANSWER),
+            ]
             # The next turn's statistics add to the first turn's; message_count is the history's length again.
             assert stats_of(session) == stats(len(crashed) + 2, 2 + 1, 72 + 42, 13 + 9)
             assert session["title"] == "Lab health check"
@@ -456,8 +514,10 @@ async def check_concurrent_sessions(lab: Lab, label: str, count: int = 32, round
         results = await asyncio.gather(*(timed(sid, message) for sid, message in sent.items()))
         wall = time.monotonic() - started
         total = sum(duration for _, duration in results)
-        print(f"\n{label}, round {round_}: {count} concurrent streams in {wall:.2f} s; sum of stream times "
-              f"{total:.2f} s; wall/sum = {wall / total:.3f} (1.0 would mean serialised)")
+        print(
+            f"\n{label}, round {round_}: {count} concurrent streams in {wall:.2f} s; sum of stream times "
+            f"{total:.2f} s; wall/sum = {wall / total:.3f} (1.0 would mean serialised)"
+        )
         for (session_id, script), (stream, _) in zip(sessions.items(), results, strict=True):
             if isinstance(stream, BaseException):
                 problems.append(f"round {round_} {session_id}: {stream!r}")
@@ -482,12 +542,17 @@ async def check_concurrent_sessions(lab: Lab, label: str, count: int = 32, round
         except AssertionError as exc:
             problems.append(f"{session_id}: {exc!r}"[:300])
             continue
-        expected = stats(rounds * len(roles), rounds * llm_calls + title_calls,
-                         rounds * input_tokens + title_input, rounds * output_tokens + title_output)
+        expected = stats(
+            rounds * len(roles),
+            rounds * llm_calls + title_calls,
+            rounds * input_tokens + title_input,
+            rounds * output_tokens + title_output,
+        )
         if [m["role"] for m in messages] != roles * rounds or stats_of(session) != expected:
             problems.append(f"{session_id}: {[m['role'] for m in messages]} {stats_of(session)} != {expected}")
         elif [m["content"] for m in messages if m["role"] == "user"] != [
-                f"question {r} of {session_id} [[fake-llm:{script}]]" for r in range(rounds)]:
+            f"question {r} of {session_id} [[fake-llm:{script}]]" for r in range(rounds)
+        ]:
             problems.append(f"{session_id}: user messages {[m for m in messages if m['role'] == 'user']}")
         elif session["title"] != title:
             problems.append(f"{session_id}: title {session['title']!r}")
@@ -495,14 +560,32 @@ async def check_concurrent_sessions(lab: Lab, label: str, count: int = 32, round
     assert (problems, listed) == ([], sorted(sessions)), f"{len(problems)} problems: " + "\n".join(problems[:12])
 
 
-@pytest.mark.covers("CONCURRENCY-003", "STATS-001", "STATS-002", "STATS-003", "STATS-004", "HISTORY-005",
-                    "LIST-001", "SESSION-005", "TITLE-004")
+@pytest.mark.covers(
+    "CONCURRENCY-003",
+    "STATS-001",
+    "STATS-002",
+    "STATS-003",
+    "STATS-004",
+    "HISTORY-005",
+    "LIST-001",
+    "SESSION-005",
+    "TITLE-004",
+)
 async def test_32_concurrent_sessions_in_process(lab):
     await check_concurrent_sessions(lab, "in-process")
 
 
-@pytest.mark.covers("CONCURRENCY-003", "STATS-001", "STATS-002", "STATS-003", "STATS-004", "HISTORY-005",
-                    "LIST-001", "SESSION-005", "TITLE-004")
+@pytest.mark.covers(
+    "CONCURRENCY-003",
+    "STATS-001",
+    "STATS-002",
+    "STATS-003",
+    "STATS-004",
+    "HISTORY-005",
+    "LIST-001",
+    "SESSION-005",
+    "TITLE-004",
+)
 async def test_32_concurrent_sessions_over_socket(socket_server: LoggedServer):
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     async with httpx.AsyncClient(base_url=socket_server.base_url, timeout=30, limits=limits) as client:
@@ -550,8 +633,10 @@ async def test_busy_session_answers_409_then_turns_stay_contiguous(lab):
 
     session, messages = await assert_invariants(lab, session_id)
     assert [(m["role"], m["content"]) for m in messages] == [
-        ("user", slow_message), ("assistant", SLOW_ANSWER),
-        ("user", "and after? [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER),
+        ("user", slow_message),
+        ("assistant", SLOW_ANSWER),
+        ("user", "and after? [[fake-llm:plain]]"),
+        ("assistant", PLAIN_ANSWER),
     ]
     # slow: its generation 60/10 and its title 20/2; then one plain generation.
     assert stats_of(session) == stats(4, 3, 60 + 20 + 42, 10 + 2 + 9)
@@ -573,5 +658,7 @@ async def test_simultaneous_streams_on_one_new_session_run_one_turn(lab):
 
     session, messages = await assert_invariants(lab, session_id)
     assert [(m["role"], m["content"]) for m in messages] == [
-        ("user", messages_sent[winner]), ("assistant", SLOW_ANSWER)]
+        ("user", messages_sent[winner]),
+        ("assistant", SLOW_ANSWER),
+    ]
     assert stats_of(session) == stats(2, 2, 60 + 20, 10 + 2)

@@ -27,21 +27,31 @@ async def call(lab, endpoint, *, headers=None, project_id=None, body=None, raw=N
     operation, method, path, default_body = endpoint
     kwargs = {"content": raw} if raw is not None else {"json": body if body is not None else default_body}
     response = await lab.client.request(method, lab.prefix(project_id) + path, headers=headers, **kwargs)
-    violations = response_violations(operation, response.status_code, response.headers.get("content-type"),
-                                     response.content)
+    violations = response_violations(
+        operation, response.status_code, response.headers.get("content-type"), response.content
+    )
     assert violations == [], violations
     return response
 
 
 @pytest.mark.covers("AUTH-001", "AUTH-002", "ERROR-001", "ERROR-002", "CONTRACT-001")
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=[e[0] for e in ENDPOINTS])
-@pytest.mark.parametrize("authorization", [None, "Bearer", "Bearer not-a-jwt", "Basic YWRtaW46YWRtaW4=",
-                                           "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "Bearer",
+        "Bearer not-a-jwt",
+        "Basic YWRtaW46YWRtaW4=",
+        "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl",
+    ],
+)
 async def test_unauthenticated_requests_get_401_before_anything_else(lab, endpoint, authorization):
     headers = {"Authorization": authorization} if authorization else {}
     # an unknown project and an invalid body: 401 must still come first
-    response = await call(lab, endpoint, headers=headers, project_id="00000000-0000-0000-0000-000000000000",
-                          raw=b"{not json")
+    response = await call(
+        lab, endpoint, headers=headers, project_id="00000000-0000-0000-0000-000000000000", raw=b"{not json"
+    )
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert response.json()["code"] == "unauthorized"
@@ -65,20 +75,24 @@ async def test_a_user_without_llm_configuration_gets_400(lab):
     assert response.status_code == 400 and response.json()["code"] == "llm_not_configured"
 
 
-@pytest.mark.covers("INPUT-001", "INPUT-002", "INPUT-003", "INPUT-004", "INPUT-006", "INPUT-007", "ERROR-002",
-                    "CONTRACT-001")
-@pytest.mark.parametrize("body, field", [
-    ({}, "message"),
-    ({"message": ""}, "message"),
-    ({"message": "x" * 100001}, "message"),
-    ({"message": 42}, "message"),
-    ({"message": "x", "mode": "voice"}, "mode"),
-    ({"message": "x", "temperature": 2.5}, "temperature"),
-    ({"message": "x", "temperature": -0.1}, "temperature"),
-    ({"message": "x", "temperature": "hot"}, "temperature"),
-    ({"message": "x", "stream": False}, "stream"),
-    ({"message": "x", "session_id": 7}, "session_id"),
-])
+@pytest.mark.covers(
+    "INPUT-001", "INPUT-002", "INPUT-003", "INPUT-004", "INPUT-006", "INPUT-007", "ERROR-002", "CONTRACT-001"
+)
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({}, "message"),
+        ({"message": ""}, "message"),
+        ({"message": "x" * 100001}, "message"),
+        ({"message": 42}, "message"),
+        ({"message": "x", "mode": "voice"}, "mode"),
+        ({"message": "x", "temperature": 2.5}, "temperature"),
+        ({"message": "x", "temperature": -0.1}, "temperature"),
+        ({"message": "x", "temperature": "hot"}, "temperature"),
+        ({"message": "x", "stream": False}, "stream"),
+        ({"message": "x", "session_id": 7}, "session_id"),
+    ],
+)
 async def test_invalid_stream_bodies_get_422_with_one_entry_per_field(lab, body, field):
     response = await call(lab, ENDPOINTS[0], headers=lab.headers, body=body)
     assert response.status_code == 422
@@ -89,8 +103,9 @@ async def test_invalid_stream_bodies_get_422_with_one_entry_per_field(lab, body,
 
 
 @pytest.mark.covers("INPUT-006", "INPUT-009", "CONTRACT-001")
-@pytest.mark.parametrize("raw, status", [(b"{not json", 400), (b"", 400), (b"[1, 2]", 422), (b'"text"', 422),
-                                         (b"\xff\xfe", 400)])
+@pytest.mark.parametrize(
+    "raw, status", [(b"{not json", 400), (b"", 400), (b"[1, 2]", 422), (b'"text"', 422), (b"\xff\xfe", 400)]
+)
 async def test_bodies_that_are_not_json_objects(lab, raw, status):
     response = await call(lab, ENDPOINTS[0], headers={**lab.headers, "Content-Type": "application/json"}, raw=raw)
     assert response.status_code == status
@@ -99,16 +114,14 @@ async def test_bodies_that_are_not_json_objects(lab, raw, status):
 
 @pytest.mark.covers("INPUT-008")
 async def test_unknown_members_are_ignored(lab):
-    stream = await lab.stream("[[fake-llm:plain]]", "extra-members", unknown={"nested": True}, mode="text",
-                              stream=True)
+    stream = await lab.stream("[[fake-llm:plain]]", "extra-members", unknown={"nested": True}, mode="text", stream=True)
     assert stream.status == 200 and stream.types[-1] == "done"
 
 
 @pytest.mark.covers("INPUT-003", "INPUT-005", "TESTABILITY-002", "TESTABILITY-003")
 async def test_what_the_llm_receives(lab):
     log = lab.app.state.services.fake_llm_log
-    await lab.stream("Tell me about R1 \u00e9 [[fake-llm:tool-round-trip:what-llm-gets]]", "llm-gets",
-                     temperature=0.2)
+    await lab.stream("Tell me about R1 \u00e9 [[fake-llm:tool-round-trip:what-llm-gets]]", "llm-gets", temperature=0.2)
     records = log.records(run="what-llm-gets")
     main, title = [r for r in records if r.step is not None], [r for r in records if r.step is None]
     assert [r.step for r in main] == [0, 1] and len(title) == 1
@@ -126,8 +139,9 @@ async def test_what_the_llm_receives(lab):
 async def test_a_busy_session_gets_409_before_any_stream(lab):
     task = asyncio.create_task(lab.stream("[[fake-llm:slow]]", "busy-1"))
     await asyncio.sleep(0.3)
-    response = await call(lab, ENDPOINTS[0], headers=lab.headers,
-                          body={"message": "[[fake-llm:plain]]", "session_id": "busy-1"})
+    response = await call(
+        lab, ENDPOINTS[0], headers=lab.headers, body={"message": "[[fake-llm:plain]]", "session_id": "busy-1"}
+    )
     assert response.status_code == 409 and response.json()["code"] == "session_busy"
     assert (await task).types[-1] == "done"
     again = await lab.stream("[[fake-llm:plain]]", "busy-1")
@@ -138,8 +152,9 @@ async def test_a_busy_session_gets_409_before_any_stream(lab):
 async def test_path_session_ids_are_validated(lab):
     for endpoint in ENDPOINTS[2:]:
         operation, method, path, body = endpoint
-        response = await lab.client.request(method, lab.prefix() + path.replace("s-1", "bad id!"), headers=lab.headers,
-                                            json=body)
+        response = await lab.client.request(
+            method, lab.prefix() + path.replace("s-1", "bad id!"), headers=lab.headers, json=body
+        )
         assert response.status_code == 422, operation
         assert response_violations(operation, 422, response.headers["content-type"], response.content) == []
         assert json.loads(response.content)["details"]["errors"][0]["loc"] == ["path", "session_id"]

@@ -33,11 +33,21 @@ def test_the_quick_start_runs(tmp_path):
     script = block.replace("BASE=http://127.0.0.1:3080", f"BASE=http://127.0.0.1:{port}")
     assert script != block, "the quick start no longer sets BASE=http://127.0.0.1:3080"
     script = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + script  # never leave the server behind
-    env = {**os.environ, "COPILOT_REF_PORT": str(port), "COPILOT_REF_DATA_DIR": str(tmp_path / "data"),
-           "COPILOT_REF_LOG_LEVEL": "warning"}
+    env = {
+        **os.environ,
+        "COPILOT_REF_PORT": str(port),
+        "COPILOT_REF_DATA_DIR": str(tmp_path / "data"),
+        "COPILOT_REF_LOG_LEVEL": "warning",
+    }
     env["PATH"] = f"{Path(README.parent, '.venv', 'bin')}:{env['PATH']}"
-    result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=README.parent, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=README.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr + result.stdout
     lines = result.stdout.splitlines()
     events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]

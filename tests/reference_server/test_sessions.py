@@ -25,8 +25,10 @@ def usage(script: str, steps: int, *, title: bool) -> tuple[int, int]:
 
 
 def checked(operation_id: str, response):
-    assert response_violations(operation_id, response.status_code, response.headers.get("content-type"),
-                               response.content) == []
+    assert (
+        response_violations(operation_id, response.status_code, response.headers.get("content-type"), response.content)
+        == []
+    )
     return response
 
 
@@ -87,14 +89,18 @@ async def test_title_is_generated_once_after_the_first_plain_answer(lab):
 
 @pytest.mark.covers("TITLE-003", "SESSION-004", "LIST-003")
 async def test_a_rename_is_never_overwritten(lab):
-    renamed = checked("renameSession", await lab.client.patch(
-        f"{lab.prefix()}/sessions/manual-1", json={"title": "My own"}, headers=lab.headers))
+    renamed = checked(
+        "renameSession",
+        await lab.client.patch(f"{lab.prefix()}/sessions/manual-1", json={"title": "My own"}, headers=lab.headers),
+    )
     assert renamed.status_code == 404  # no such session yet
     first = await lab.stream("[[fake-llm:llm-error]]", "manual-1")  # no title yet
     assert first.types[-1] == "done"
     before = await lab.session("manual-1")
-    renamed = checked("renameSession", await lab.client.patch(
-        f"{lab.prefix()}/sessions/manual-1", json={"title": "My own"}, headers=lab.headers))
+    renamed = checked(
+        "renameSession",
+        await lab.client.patch(f"{lab.prefix()}/sessions/manual-1", json={"title": "My own"}, headers=lab.headers),
+    )
     assert renamed.status_code == 200 and renamed.json()["title"] == "My own"
     assert renamed.json()["updated_at"] > before["updated_at"]
     await lab.stream("[[fake-llm:plain]]", "manual-1")
@@ -109,8 +115,9 @@ async def test_a_rename_during_the_first_turn_wins_over_the_generated_title(lab)
         if any(s["thread_id"] == "manual-2" for s in listing):
             break
         await asyncio.sleep(0.02)
-    response = await lab.client.patch(f"{lab.prefix()}/sessions/manual-2", json={"title": "Chosen"},
-                                      headers=lab.headers)
+    response = await lab.client.patch(
+        f"{lab.prefix()}/sessions/manual-2", json={"title": "Chosen"}, headers=lab.headers
+    )
     assert response.status_code == 200
     assert (await task).types[-1] == "done"
     assert (await lab.session("manual-2"))["title"] == "Chosen"
@@ -129,8 +136,10 @@ async def test_a_failed_title_generation_keeps_the_title_and_the_turn(lab):
 @pytest.mark.parametrize("title", ["", "x" * 256, None, 5])
 async def test_rename_rejects_invalid_titles(lab, title):
     await lab.stream("[[fake-llm:plain]]", "rename-bad")
-    response = checked("renameSession", await lab.client.patch(
-        f"{lab.prefix()}/sessions/rename-bad", json={"title": title}, headers=lab.headers))
+    response = checked(
+        "renameSession",
+        await lab.client.patch(f"{lab.prefix()}/sessions/rename-bad", json={"title": title}, headers=lab.headers),
+    )
     assert response.status_code == 422
     assert response.json()["details"]["errors"][0]["loc"] == ["body", "title"]
 
@@ -146,16 +155,16 @@ async def test_listing_order_pinning_and_time(lab):
     for session in listing:
         assert all(RFC3339_Z.match(session[k]) for k in ("created_at", "updated_at", "last_message_at"))
         assert session["created_at"] <= session["updated_at"]
-    pinned = checked("pinSession", await lab.client.put(f"{lab.prefix()}/sessions/order-a/pin",
-                                                        headers=lab.headers))
+    pinned = checked("pinSession", await lab.client.put(f"{lab.prefix()}/sessions/order-a/pin", headers=lab.headers))
     assert pinned.status_code == 200 and pinned.json()["pinned"] is True
     assert pinned.json()["updated_at"] > listing[2]["updated_at"]
     again = checked("pinSession", await lab.client.put(f"{lab.prefix()}/sessions/order-a/pin", headers=lab.headers))
     assert again.json()["pinned"] is True and again.json()["updated_at"] == pinned.json()["updated_at"]
     listing = (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).json()
     assert [s["thread_id"] for s in listing] == ["order-a", "order-c", "order-b"]
-    unpinned = checked("unpinSession", await lab.client.delete(f"{lab.prefix()}/sessions/order-a/pin",
-                                                              headers=lab.headers))
+    unpinned = checked(
+        "unpinSession", await lab.client.delete(f"{lab.prefix()}/sessions/order-a/pin", headers=lab.headers)
+    )
     assert unpinned.json()["pinned"] is False and unpinned.json()["updated_at"] > pinned.json()["updated_at"]
     twice = await lab.client.delete(f"{lab.prefix()}/sessions/order-a/pin", headers=lab.headers)
     assert twice.status_code == 200 and twice.json()["updated_at"] == unpinned.json()["updated_at"]
@@ -179,14 +188,23 @@ async def test_ties_on_updated_at_are_broken_by_id(lab):
     assert [s["id"] for s in listing] == sorted((s["id"] for s in listing), reverse=True)
 
 
-@pytest.mark.covers("HISTORY-001", "HISTORY-002", "HISTORY-003", "HISTORY-004", "HISTORY-005", "HISTORY-008",
-                    "HISTORY-009", "CONTRACT-001")
+@pytest.mark.covers(
+    "HISTORY-001",
+    "HISTORY-002",
+    "HISTORY-003",
+    "HISTORY-004",
+    "HISTORY-005",
+    "HISTORY-008",
+    "HISTORY-009",
+    "CONTRACT-001",
+)
 async def test_history_format_and_stable_ids(lab):
-    message = "Is R1 up? ünïcode \"quotes\"\nnew line [[fake-llm:parallel-tools]]"
+    message = 'Is R1 up? ünïcode "quotes"\nnew line [[fake-llm:parallel-tools]]'
     stream = await lab.stream(message, "hist-1")
     await lab.stream("[[fake-llm:tool-round-trip]]", "hist-1")
-    response = checked("getSessionHistory", await lab.client.get(f"{lab.prefix()}/sessions/hist-1/history",
-                                                                 headers=lab.headers))
+    response = checked(
+        "getSessionHistory", await lab.client.get(f"{lab.prefix()}/sessions/hist-1/history", headers=lab.headers)
+    )
     history = response.json()
     session = await lab.session("hist-1")
     assert history["thread_id"] == "hist-1" and history["title"] == session["title"]
@@ -194,8 +212,17 @@ async def test_history_format_and_stable_ids(lab):
     assert history["created_at"] and history["updated_at"]
     messages = history["messages"]
     assert messages[0] == {**messages[0], "role": "user", "content": message}
-    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "assistant",
-                                             "user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert len({m["id"] for m in messages}) == len(messages)
     calls = {}
     for m in messages:
@@ -218,8 +245,12 @@ async def test_history_limit(lab):
     assert (await lab.history("limit-1", limit=2))["messages"] == full[-2:]
     assert (await lab.history("limit-1", limit=1000))["messages"] == full
     for bad in ("0", "1001", "-1", "abc", "1.5", ""):
-        response = checked("getSessionHistory", await lab.client.get(
-            f"{lab.prefix()}/sessions/limit-1/history", params={"limit": bad}, headers=lab.headers))
+        response = checked(
+            "getSessionHistory",
+            await lab.client.get(
+                f"{lab.prefix()}/sessions/limit-1/history", params={"limit": bad}, headers=lab.headers
+            ),
+        )
         assert response.status_code == 422, bad
         assert response.json()["details"]["errors"][0]["loc"] == ["query", "limit"]
 
@@ -231,11 +262,13 @@ async def test_session_ids(lab):
     chosen = await lab.stream("[[fake-llm:plain]]", "my.session:id-1_x")
     assert chosen.session_id == "my.session:id-1_x"
     for bad in ("", "has space", "x" * 129, "slash/inside", "é"):
-        response = await lab.client.post(f"{lab.prefix()}/stream", json={"message": "x", "session_id": bad},
-                                         headers=lab.headers)
+        response = await lab.client.post(
+            f"{lab.prefix()}/stream", json={"message": "x", "session_id": bad}, headers=lab.headers
+        )
         assert response.status_code == 422, bad
-    response = checked("getSessionHistory", await lab.client.get(f"{lab.prefix()}/sessions/{'x' * 129}/history",
-                                                                 headers=lab.headers))
+    response = checked(
+        "getSessionHistory", await lab.client.get(f"{lab.prefix()}/sessions/{'x' * 129}/history", headers=lab.headers)
+    )
     assert response.status_code == 422
 
 
@@ -246,18 +279,24 @@ async def test_delete_removes_the_session_and_its_checkpoints(lab):
     from reference_server.agent.service import database_path
 
     await lab.stream("[[fake-llm:tool-round-trip]]", "doomed")
-    deleted = checked("deleteSession", await lab.client.delete(f"{lab.prefix()}/sessions/doomed",
-                                                               headers=lab.headers))
+    deleted = checked("deleteSession", await lab.client.delete(f"{lab.prefix()}/sessions/doomed", headers=lab.headers))
     assert deleted.status_code == 204
     with sqlite3.connect(database_path(lab.settings.projects_dir / lab.project_id)) as conn:
         for table in ("chat_sessions", "checkpoints", "writes"):
             column = "thread_id"
             assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} = 'doomed'").fetchone()[0] == 0
-    for method, path in [("GET", "/history"), ("PATCH", ""), ("DELETE", ""), ("PUT", "/pin"), ("DELETE", "/pin"),
-                         ("POST", "/abort")]:
+    for method, path in [
+        ("GET", "/history"),
+        ("PATCH", ""),
+        ("DELETE", ""),
+        ("PUT", "/pin"),
+        ("DELETE", "/pin"),
+        ("POST", "/abort"),
+    ]:
         kwargs = {"json": {"title": "t"}} if method == "PATCH" else {}
-        response = await lab.client.request(method, f"{lab.prefix()}/sessions/doomed{path}", headers=lab.headers,
-                                            **kwargs)
+        response = await lab.client.request(
+            method, f"{lab.prefix()}/sessions/doomed{path}", headers=lab.headers, **kwargs
+        )
         assert response.status_code == 404 and response.json()["code"] == "session_not_found", (method, path)
     fresh = await lab.stream("[[fake-llm:plain]]", "doomed")
     assert fresh.types[-1] == "done"
@@ -273,8 +312,14 @@ async def test_another_user_sees_nothing_and_changes_nothing(lab):
     _, bob = await lab.add_user("bob")
     listing = (await lab.client.get(f"{lab.prefix()}/sessions", headers=bob)).json()
     assert listing == []
-    for method, path in [("GET", "/history"), ("PATCH", ""), ("DELETE", ""), ("PUT", "/pin"), ("DELETE", "/pin"),
-                         ("POST", "/abort")]:
+    for method, path in [
+        ("GET", "/history"),
+        ("PATCH", ""),
+        ("DELETE", ""),
+        ("PUT", "/pin"),
+        ("DELETE", "/pin"),
+        ("POST", "/abort"),
+    ]:
         kwargs = {"json": {"title": "stolen"}} if method == "PATCH" else {}
         response = await lab.client.request(method, f"{lab.prefix()}/sessions/owned{path}", headers=bob, **kwargs)
         assert response.status_code == 404, (method, path)
@@ -284,15 +329,17 @@ async def test_another_user_sees_nothing_and_changes_nothing(lab):
     assert await lab.history("owned") == history_before
     await lab.stream("[[fake-llm:plain]]", "bobs", headers=bob)
     assert [s["thread_id"] for s in (await lab.client.get(f"{lab.prefix()}/sessions", headers=bob)).json()] == ["bobs"]
-    assert "bobs" not in [s["thread_id"] for s in
-                          (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).json()]
+    assert "bobs" not in [
+        s["thread_id"] for s in (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).json()
+    ]
 
 
 @pytest.mark.covers("ABORT-001", "ABORT-002", "ABORT-003", "ABORT-004", "STATS-005")
 async def test_abort_stops_a_running_turn(lab):
     await lab.stream("[[fake-llm:plain]]", "abort-1")
-    idle = checked("abortSessionTurn", await lab.client.post(f"{lab.prefix()}/sessions/abort-1/abort",
-                                                             headers=lab.headers))
+    idle = checked(
+        "abortSessionTurn", await lab.client.post(f"{lab.prefix()}/sessions/abort-1/abort", headers=lab.headers)
+    )
     assert idle.json() == {"session_id": "abort-1", "aborted": False}
     task = asyncio.create_task(lab.stream("[[fake-llm:slow]]", "abort-1"))
     await asyncio.sleep(0.3)
@@ -320,9 +367,11 @@ async def test_abort_mid_tool_leaves_a_whole_history(lab, tmp_path):
         "  - tool_calls: [{id: call_w, name: wait_seconds, arguments: {seconds: 5}}]\n"
         "    usage: {input_tokens: 10, output_tokens: 5}\n"
         "  - text_chunks: [done waiting]\n    usage: {input_tokens: 20, output_tokens: 2}\n"
-        "title:\n  text_chunks: [Waiting]\n  usage: {input_tokens: 3, output_tokens: 1}\n")
-    async with in_process_lab(lab.settings.model_copy(update={"fake_llm_scripts": [scripts],
-                                                              "data_dir": tmp_path / "d2"})) as lab2:
+        "title:\n  text_chunks: [Waiting]\n  usage: {input_tokens: 3, output_tokens: 1}\n"
+    )
+    async with in_process_lab(
+        lab.settings.model_copy(update={"fake_llm_scripts": [scripts], "data_dir": tmp_path / "d2"})
+    ) as lab2:
         task = asyncio.create_task(lab2.stream("[[fake-llm:waits]]", "mid-tool"))
         await asyncio.sleep(0.5)
         await lab2.client.post(f"{lab2.prefix()}/sessions/mid-tool/abort", headers=lab2.headers)

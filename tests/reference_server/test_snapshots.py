@@ -41,16 +41,23 @@ async def test_stream_snapshot(example, make_settings, snapshot):
     # the same kinds of events, in the same order, as the contract's golden example of the scenario (text
     # may come at other points: the scripts' wording is not the examples')
     golden = parse_stream((spec.EXAMPLES_DIR / f"{example}.sse").read_text(encoding="utf-8")).events
-    assert kinds(e for e in stream.events if e["type"] != "content") == kinds(e for e in golden
-                                                                          if e["type"] != "content")
+    assert kinds(e for e in stream.events if e["type"] != "content") == kinds(
+        e for e in golden if e["type"] != "content"
+    )
 
 
 def test_masking_keeps_identity_and_collapses_heartbeats():
-    events = [{"type": "heartbeat", "session_id": "a"}, {"type": "heartbeat", "session_id": "a"},
-              {"type": "tool_call", "session_id": "a", "tool_call": {"id": "x", "type": "function",
-                                                                     "function": {"name": "t", "arguments": ""}}},
-              {"type": "tool_start", "session_id": "a", "tool_call_id": "x", "tool_name": "t"},
-              {"type": "done", "session_id": "b"}]
+    events = [
+        {"type": "heartbeat", "session_id": "a"},
+        {"type": "heartbeat", "session_id": "a"},
+        {
+            "type": "tool_call",
+            "session_id": "a",
+            "tool_call": {"id": "x", "type": "function", "function": {"name": "t", "arguments": ""}},
+        },
+        {"type": "tool_start", "session_id": "a", "tool_call_id": "x", "tool_name": "t"},
+        {"type": "done", "session_id": "b"},
+    ]
     text = snapshot_events(events)
     assert text.count("heartbeat") == 1
     assert text.count("<tool_call_id:1>") == 2 and "<session_id:2>" in text and '"x"' not in text

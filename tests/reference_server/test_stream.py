@@ -14,10 +14,27 @@ pytestmark = pytest.mark.anyio
 SCRIPTS = ["plain", "tool-round-trip", "parallel-tools", "failing-tool", "llm-error", "mid-stream-error"]
 
 
-@pytest.mark.covers("FRAME-001", "FRAME-002", "FRAME-003", "FRAME-004", "EVENT-001", "EVENT-002", "EVENT-003",
-                    "EVENT-004", "STREAM-ORDER-001", "STREAM-ORDER-002", "STREAM-ORDER-003", "TOOLCALL-001",
-                    "TOOLCALL-002", "TOOLCALL-003", "TOOLCALL-004", "TOOLCALL-005", "TOOLCALL-006", "TOOLCALL-007",
-                    "PREFIX-001")
+@pytest.mark.covers(
+    "FRAME-001",
+    "FRAME-002",
+    "FRAME-003",
+    "FRAME-004",
+    "EVENT-001",
+    "EVENT-002",
+    "EVENT-003",
+    "EVENT-004",
+    "STREAM-ORDER-001",
+    "STREAM-ORDER-002",
+    "STREAM-ORDER-003",
+    "TOOLCALL-001",
+    "TOOLCALL-002",
+    "TOOLCALL-003",
+    "TOOLCALL-004",
+    "TOOLCALL-005",
+    "TOOLCALL-006",
+    "TOOLCALL-007",
+    "PREFIX-001",
+)
 @pytest.mark.parametrize("script", SCRIPTS)
 async def test_every_scripted_stream_obeys_the_stream_rules(lab, script):
     stream = await lab.stream(f"check [[fake-llm:{script}]]")
@@ -40,8 +57,11 @@ async def test_parallel_calls_each_grow_and_complete_with_distinct_ids(lab):
     for arguments in calls.values():
         assert len(arguments) > 2 and all(b.startswith(a) for a, b in zip(arguments, arguments[1:], strict=False))
     assert calls["call_par_1"][-1] == '{"command":"show ip route","device":"R1"}'
-    completes = [e["tool_call"]["id"] for e in stream.events if e["type"] == "tool_call"
-                 and e["tool_call"]["function"].get("complete")]
+    completes = [
+        e["tool_call"]["id"]
+        for e in stream.events
+        if e["type"] == "tool_call" and e["tool_call"]["function"].get("complete")
+    ]
     assert sorted(completes) == ["call_par_1", "call_par_2"]
     ends = {e["tool_call_id"]: e["tool_output"] for e in stream.events if e["type"] == "tool_end"}
     assert "R1 routing table" in ends["call_par_1"] and "R2 routing table" in ends["call_par_2"]
@@ -114,8 +134,9 @@ async def test_the_chat_prefix_is_a_setting(make_settings):
     async with in_process_lab(settings) as lab:
         stream = await lab.stream("[[fake-llm:plain]]")
         assert stream.types[-1] == "done"
-        old = await lab.client.post(f"/v3/projects/{lab.project_id}/chat/stream", json={"message": "x"},
-                                    headers=lab.headers)
+        old = await lab.client.post(
+            f"/v3/projects/{lab.project_id}/chat/stream", json={"message": "x"}, headers=lab.headers
+        )
         assert old.status_code in (404, 405)
 
 
