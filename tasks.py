@@ -4,6 +4,7 @@
     python3 tasks.py conformance   main job: the conformance suite against the built-in reference server
     python3 tasks.py test          the project's tests (what .ci/run runs)
     python3 tasks.py generate      regenerate generated/ from spec/
+    python3 tasks.py bench         benchmarks of the reference server (prints ratios; see bench/README.md)
     python3 tasks.py lock          re-resolve requirements/lock.txt from the ranges in pyproject.toml
 
 Only the standard library is used here, because this file is what creates the environment: it makes
@@ -83,6 +84,11 @@ def cmd_generate(extra: list[str]) -> int:
     return _run(python, "tools/generate.py", *extra, check=False)
 
 
+def cmd_bench(extra: list[str]) -> int:
+    python = ensure_venv()
+    return _run(python, "-m", "bench", *extra, check=False)
+
+
 def cmd_lock(extra: list[str]) -> int:
     """Resolve the newest versions the pyproject ranges allow, in a throw-away venv, and freeze them."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,7 +115,13 @@ def cmd_lock(extra: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"test": cmd_test, "conformance": cmd_conformance, "generate": cmd_generate, "lock": cmd_lock}
+COMMANDS = {
+    "test": cmd_test,
+    "conformance": cmd_conformance,
+    "generate": cmd_generate,
+    "bench": cmd_bench,
+    "lock": cmd_lock,
+}
 
 
 def main(argv: list[str]) -> int:
