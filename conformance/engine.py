@@ -1,0 +1,277 @@
+"""The engine shared by the CLI and the pytest plugin: prepare the run, run the checks concurrently, judge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import spec
+
+from .checks import CheckSpec, load_all
+from .context import Blocked, CheckContext, Environment, NotTestable, User
+from .controller import Controller
+from .findings import FAILED, HARNESS_ERROR, NOT_TESTABLE, Finding, Verdict, judge, run_passes
+from .processes import REPO_ROOT, HarnessError, Process, free_port, start_fake_llm, start_target
+from .scenarios import write_scripts
+from .target import Target
+
+
+@dataclass
+class CheckRun:
+    id: str
+    requirements: tuple[str, ...]
+    duration: float
+    findings: list[Finding]
+
+
+@dataclass
+class RunResult:
+    target: Target
+    base_url: str
+    verdicts: list[Verdict]
+    checks: list[CheckRun]
+    wall_time: float
+    started_at: str
+    harness_error: str | None = None
+    passed: bool = False
+    secrets: dict[str, str] = field(default_factory=dict)  # what the SECRET checks looked for (redacted)
+
+
+@dataclass
+class Prepared:
+    env: Environment
+    processes: list[Process]
+    api_keys: list[str]
+    tokens: list[str]
+
+
+def _fill(value: str, mapping: dict[str, str]) -> str:
+    for key, replacement in mapping.items():
+        value = value.replace("{" + key + "}", replacement)
+    return value
+
+
+async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient) -> Prepared:
+    processes: list[Process] = []
+    try:
+        scripts = write_scripts(workdir / "scripts", target.tools, target.heartbeat_interval)
+        fake, fake_url = start_fake_llm(workdir / "scripts", target.section("fake_llm", {}).get("port", 0))
+        processes.append(fake)
+        if "start" in target.data:
+            start = target.data["start"]
+            port = free_port()
+            mapping = {
+                "python": sys.executable,
+                "port": str(port),
+                "workdir": str(workdir),
+                "fake_llm_url": fake_url,
+                "repo": str(REPO_ROOT),
+            }
+            base_url = f"http://127.0.0.1:{port}"
+            command = [_fill(part, mapping) for part in start["command"]]
+            env = {k: _fill(v, mapping) for k, v in (start.get("env") or {}).items()}
+            processes.append(
+                await asyncio.to_thread(
+                    start_target,
+                    command,
+                    env=env,
+                    base_url=base_url,
+                    ready_path=start.get("ready_path", "/v3/version"),
+                    timeout=start.get("timeout_seconds", 60),
+                    workdir=workdir,
+                )
+            )
+        else:
+            base_url = target.data["base_url"].rstrip("/")
+        return await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
+    except BaseException:
+        for process in reversed(processes):
+            process.stop(5)
+        raise
+
+
+async def _provision(target, workdir, client, base_url, fake_url, scripts, processes) -> Prepared:
+    auth = target.section("auth", {"mode": "tokens"})
+    suffix = secrets.token_hex(3)
+    users: dict[str, User] = {}
+    controller = None
+    api_keys: list[str] = []
+    if auth["mode"] == "controller":
+        admin = auth["admin"]
+        controller = Controller(
+            client, base_url, await Controller.login(client, base_url, admin["username"], admin["password"])
+        )
+        password = auth.get("user_password", "conformance-pass-1")
+        for name in ("main", "other", "no_llm"):
+            username = f"cs-{name.replace('_', '')}-{suffix}"
+            user_id = await controller.create_user(username, password)
+            users[name] = User(name, await Controller.login(client, base_url, username, password), user_id)
+    else:
+        for name, token in auth["tokens"].items():
+            users[name] = User(name, token)
+    llm = target.section("llm", {"mode": "preconfigured"})
+    if llm["mode"] == "controller":
+        if controller is None:
+            raise HarnessError("llm.mode controller needs auth.mode controller (the admin configures the users)")
+        for name in ("main", "other"):
+            key = f"sk-conformance-{name}-{secrets.token_hex(12)}"
+            api_keys.append(key)
+            await controller.configure_llm(users[name].user_id, llm["config"], fake_url, key)
+    projects = target.section("projects", {"mode": "fixed"})
+    if projects["mode"] == "controller":
+        if controller is None:
+            raise HarnessError("projects.mode controller needs auth.mode controller")
+        project_id = await controller.create_project(f"conformance-{suffix}")
+        closed = await controller.create_project(f"conformance-closed-{suffix}")
+        await controller.close_project(closed)
+    else:
+        project_id, closed = projects["opened"], projects["closed"]
+    env = Environment(
+        target=target,
+        base_url=base_url,
+        fake_llm_url=fake_url,
+        scripts=scripts,
+        users=users,
+        project_id=project_id,
+        closed_project_id=closed,
+        controller=controller,
+        workdir=workdir,
+        client=client,
+    )
+    env.api_keys = api_keys
+    return Prepared(env, processes, api_keys, [u.token for u in users.values()])
+
+
+async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
+    ctx = CheckContext(env, spec_.id, list(spec_.requirements))
+    started = time.monotonic()
+    leftover_outcome, leftover_message = HARNESS_ERROR, "the check ended without judging this requirement"
+    try:
+        await spec_.function(ctx)
+    except Blocked as blocked:
+        ctx.findings.append(
+            Finding(
+                blocked.requirement,
+                FAILED,
+                blocked.message,
+                spec_.id,
+                [e.as_evidence() for e in (blocked.exchanges or tuple(ctx.exchanges[-2:]))],
+            )
+        )
+        leftover_outcome = NOT_TESTABLE
+        leftover_message = f"not reached: the check stopped when {blocked.requirement} failed ({blocked.message})"
+    except NotTestable as exc:
+        leftover_outcome, leftover_message = NOT_TESTABLE, str(exc)
+    except (HarnessError, Exception) as exc:  # the suite's own fault, or a target too broken to go on
+        leftover_message = f"harness error: {type(exc).__name__}: {exc}\n" + "".join(
+            traceback.format_exception(exc)[-3:]
+        )
+    judged = {f.requirement for f in ctx.findings}
+    for requirement in spec_.requirements:
+        if requirement not in judged:
+            ctx.findings.append(
+                Finding(
+                    requirement,
+                    leftover_outcome,
+                    leftover_message,
+                    spec_.id,
+                    [e.as_evidence() for e in ctx.exchanges[-2:]],
+                )
+            )
+    return CheckRun(spec_.id, spec_.requirements, time.monotonic() - started, ctx.findings)
+
+
+async def run(
+    target: Target,
+    *,
+    jobs: int = 8,
+    only: list[str] | None = None,
+    on_check_done: Callable[[CheckRun, int, int], None] | None = None,
+    workdir: Path | None = None,
+) -> RunResult:
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = time.monotonic()
+    registry = load_all()
+    chosen = [s for s in registry.values() if not only or any(s.id.startswith(o) for o in only)]
+    chosen.sort(key=lambda s: not s.slow)  # long waits first, so they overlap everything else
+    records = spec.load_requirements()["requirements"]
+    with tempfile.TemporaryDirectory(prefix="copilot-conformance-") as tmp:
+        work = workdir or Path(tmp)
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+        async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits, trust_env=False) as client:
+            try:
+                prepared = await prepare(target, work, client)
+            except HarnessError as exc:
+                verdicts = [
+                    judge(
+                        r,
+                        [Finding(r["id"], HARNESS_ERROR, str(exc), "setup")],
+                        capabilities=target.capabilities,
+                        known_failures={},
+                        accepted_not_testable={},
+                    )
+                    for r in records
+                ]
+                return RunResult(target, "", verdicts, [], time.monotonic() - started, started_at, str(exc))
+            try:
+                semaphore = asyncio.Semaphore(jobs)
+                done: list[CheckRun] = []
+
+                async def one(check_spec: CheckSpec) -> CheckRun:
+                    async with semaphore:
+                        result = await run_check(check_spec, prepared.env)
+                    done.append(result)
+                    if on_check_done:
+                        on_check_done(result, len(done), len(chosen))
+                    return result
+
+                check_runs = await asyncio.gather(*(one(s) for s in chosen))
+            finally:
+                for process in reversed(prepared.processes):
+                    await asyncio.to_thread(process.stop, target.data.get("start", {}).get("stop_grace_seconds", 10))
+    findings: dict[str, list[Finding]] = {}
+    for check_run in check_runs:
+        for finding in check_run.findings:
+            findings.setdefault(finding.requirement, []).append(finding)
+    for finding in prepared.env.observed:
+        findings.setdefault(finding.requirement, []).append(finding)
+    judged_ids = {r for run_ in check_runs for r in run_.requirements}
+    verdicts = []
+    for record in records:
+        if only and record["id"] not in judged_ids and "excluded" not in record:
+            continue
+        verdicts.append(
+            judge(
+                record,
+                findings.get(record["id"], []),
+                capabilities=target.capabilities,
+                known_failures=target.baseline.known_failures,
+                accepted_not_testable=target.baseline.not_testable,
+            )
+        )
+    result = RunResult(
+        target, prepared.env.base_url, verdicts, list(check_runs), time.monotonic() - started, started_at
+    )
+    result.passed = run_passes(verdicts, target.baseline.not_testable)
+    return result
+
+
+def redact(text: str, secrets_: list[str]) -> str:
+    for secret in secrets_:
+        text = text.replace(secret, "<redacted>")
+    return text
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

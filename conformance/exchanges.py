@@ -1,0 +1,79 @@
+"""Every HTTP exchange the suite makes, kept as evidence: what was sent, what came back, and a curl line
+that reproduces it (bearer tokens shown as $TOKEN)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+EXCERPT = 2000
+
+
+def _excerpt(text: str, limit: int = EXCERPT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
+
+
+@dataclass
+class Exchange:
+    method: str
+    url: str
+    request_body: str | None
+    status: int | None = None
+    content_type: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # the response headers a rule is about
+    body: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None  # a transport error or a deadline
+    user: str = "main"
+    elapsed: float = 0.0
+
+    def curl(self) -> str:
+        parts = [
+            "curl",
+            "-sS",
+            "-N" if self.events else "-i",
+            "-X",
+            self.method,
+            shlex.quote(self.url),
+            "-H",
+            shlex.quote("Authorization: Bearer $TOKEN"),
+        ]
+        if self.request_body is not None:
+            parts += [
+                "-H",
+                shlex.quote("Content-Type: application/json"),
+                "--data-binary",
+                shlex.quote(self.request_body),
+            ]
+        return " ".join(parts)
+
+    def as_evidence(self) -> dict[str, Any]:
+        evidence: dict[str, Any] = {
+            "request": {"method": self.method, "url": self.url, "body": self.request_body, "as_user": self.user},
+            "response": {"status": self.status, "content_type": self.content_type, "headers": self.headers},
+            "reproduction": self.curl(),
+        }
+        if self.events:
+            shown = (
+                self.events
+                if len(self.events) <= 40
+                else self.events[:20] + [{"...": len(self.events) - 40}] + self.events[-20:]
+            )
+            evidence["response"]["events"] = shown
+        elif self.body:
+            evidence["response"]["body"] = _excerpt(self.body)
+        if self.error:
+            evidence["response"]["error"] = self.error
+        return evidence
+
+    def describe(self) -> str:
+        return f"{self.method} {self.url} -> {self.status if self.status is not None else self.error}"
+
+
+def json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

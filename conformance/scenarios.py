@@ -1,0 +1,144 @@
+"""The fake-LLM scripts of the suite's scenarios, written for one target (its tool names and arguments).
+
+Each check plays a scenario under its own run id (`[[fake-llm:SCRIPT:RUN]]`), so the fake LLM's request log
+tells exactly which generations the target made for that check, and with what usage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PLAIN_TEXT = ["The lab ", "looks ", "healthy."]
+TITLE = "Conformance check title"
+QUOTED_TITLE_REPLY = '  "Quoted\ntitle reply"  '  # made one line and unquoted: Quoted title reply
+QUOTED_TITLE_EXPECTED = "Quoted title reply"
+
+
+def _title(text: str = TITLE, **extra: Any) -> dict[str, Any]:
+    return {"text_chunks": [text], "usage": {"input_tokens": 31, "output_tokens": 4}, **extra}
+
+
+def _call(call_id: str, tool: dict[str, Any], fragment: int = 6) -> dict[str, Any]:
+    return {"id": call_id, "name": tool["name"], "arguments": tool["arguments"], "fragment_size": fragment}
+
+
+def scenario_scripts(tools: dict[str, Any], heartbeat_interval: float) -> dict[str, dict[str, Any]]:
+    silence_ms = int((heartbeat_interval * 2.5 + 0.5) * 1000)  # long enough for two heartbeats and more
+    scripts: dict[str, dict[str, Any]] = {
+        "cs-plain": {
+            "steps": [{"text_chunks": PLAIN_TEXT, "usage": {"input_tokens": 21, "output_tokens": 5}}],
+            "title": _title(),
+        },
+        "cs-llm-error": {
+            "steps": [
+                {
+                    "fail": {"mode": "http_status", "status": 500, "message": "scripted failure"},
+                    "usage": {"input_tokens": 0, "output_tokens": 0},
+                }
+            ],
+            "title": _title(),
+        },
+        "cs-mid-stream-error": {
+            "steps": [
+                {
+                    "text_chunks": ["Partial ", "answer"],
+                    "usage": {"input_tokens": 17, "output_tokens": 2},
+                    "fail": {"mode": "mid_stream", "after_chunks": 1, "message": "scripted reset"},
+                }
+            ],
+            "title": _title(),
+        },
+        "cs-slow": {
+            "steps": [
+                {
+                    "text_chunks": ["Slow ", "answer."],
+                    "delay_before_ms": silence_ms,
+                    "usage": {"input_tokens": 13, "output_tokens": 2},
+                }
+            ],
+            "title": _title(),
+        },
+        "cs-dribble": {
+            "steps": [
+                {
+                    "text_chunks": ["One ", "two ", "three ", "four ", "five."],
+                    "delay_between_ms": 700,
+                    "usage": {"input_tokens": 19, "output_tokens": 5},
+                }
+            ],
+            "title": _title(),
+        },
+        "cs-title-fails": {
+            "steps": [{"text_chunks": ["Answer."], "usage": {"input_tokens": 11, "output_tokens": 1}}],
+            "title": _title("never", fail={"mode": "http_status", "status": 500, "message": "scripted title failure"}),
+        },
+        "cs-quoted-title": {
+            "steps": [{"text_chunks": ["Answer."], "usage": {"input_tokens": 11, "output_tokens": 1}}],
+            "title": _title(QUOTED_TITLE_REPLY),
+        },
+        "cs-tool": {
+            "steps": [
+                {
+                    "tool_calls": [_call("call_cs_1", tools["single"])],
+                    "usage": {"input_tokens": 101, "output_tokens": 17},
+                },
+                {"text_chunks": ["Tool ", "result ", "read."], "usage": {"input_tokens": 163, "output_tokens": 6}},
+            ],
+            "title": _title(),
+        },
+    }
+    if "parallel" in tools:
+        first, second = tools["parallel"]
+        scripts["cs-parallel"] = {
+            "steps": [
+                {
+                    "text_chunks": ["Checking both."],
+                    "tool_calls": [_call("call_cs_p1", first, 7), _call("call_cs_p2", second, 7)],
+                    "usage": {"input_tokens": 150, "output_tokens": 40},
+                },
+                {"text_chunks": ["Both ", "answered."], "usage": {"input_tokens": 260, "output_tokens": 9}},
+            ],
+            "title": _title(),
+        }
+    if "failing" in tools:
+        scripts["cs-failing-tool"] = {
+            "steps": [
+                {
+                    "tool_calls": [_call("call_cs_f1", tools["failing"])],
+                    "usage": {"input_tokens": 90, "output_tokens": 12},
+                },
+                {"text_chunks": ["The tool ", "failed."], "usage": {"input_tokens": 140, "output_tokens": 8}},
+            ],
+            "title": _title(),
+        }
+    if "slow" in tools:
+        scripts["cs-slow-tool"] = {
+            "steps": [
+                {"tool_calls": [_call("call_cs_s1", tools["slow"])], "usage": {"input_tokens": 70, "output_tokens": 9}},
+                {"text_chunks": ["Waited."], "usage": {"input_tokens": 95, "output_tokens": 2}},
+            ],
+            "title": _title(),
+        }
+    for name, script in scripts.items():
+        script["name"] = name
+    return scripts
+
+
+def write_scripts(folder: Path, tools: dict[str, Any], heartbeat_interval: float) -> dict[str, dict[str, Any]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    scripts = scenario_scripts(tools, heartbeat_interval)
+    for name, script in scripts.items():
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(script, sort_keys=False), encoding="utf-8")
+    return scripts
+
+
+def usage_of(scripts: dict[str, dict[str, Any]], script: str, step: int | None) -> tuple[int, int]:
+    """The (input, output) tokens a generation of `script` reports; `step=None` is the title generation."""
+    chosen = scripts[script]
+    data = chosen["title"] if step is None else chosen["steps"][step]
+    if data.get("fail"):
+        return 0, 0  # a failed generation reports no usage
+    return data["usage"]["input_tokens"], data["usage"]["output_tokens"]

@@ -1,0 +1,127 @@
+"""The target file: how the suite reaches, provisions and judges one implementation (target.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+HERE = Path(__file__).resolve().parent
+BUILTIN_TARGETS = HERE / "targets"
+SCHEMA_PATH = HERE / "target.schema.json"
+
+
+class TargetError(ValueError):
+    """A target or baseline file that cannot be used; the message says where and why."""
+
+
+@cache
+def _validator() -> Draft202012Validator:
+    return Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+
+
+def _describe(error) -> str:
+    where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+    if error.validator == "oneOf" and error.context:  # name the closest alternative's problem, not all of them
+        best = min(error.context, key=lambda e: len(list(e.absolute_path)) * -1)
+        return f"{where}: {best.message}"
+    return f"{where}: {error.message}"
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Known deviations of one target: listed failures pass, new failures fail, listed passes fail as stale."""
+
+    known_failures: dict[str, str] = field(default_factory=dict)
+    not_testable: dict[str, str] = field(default_factory=dict)
+    source: str | None = None
+
+
+def load_baseline(path: Path) -> Baseline:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise TargetError(f"baseline {path}: {exc}") from exc
+    if not isinstance(data, dict) or set(data) - {"target", "known_failures", "not_testable"}:
+        raise TargetError(f"baseline {path}: expected the keys target, known_failures, not_testable")
+    sections = {}
+    for key in ("known_failures", "not_testable"):
+        entries = data.get(key) or {}
+        if not isinstance(entries, dict) or not all(isinstance(v, str) and v.strip() for v in entries.values()):
+            raise TargetError(f"baseline {path}: `{key}` maps requirement ids to a one-line reason each")
+        sections[key] = {str(k): v.strip() for k, v in entries.items()}
+    return Baseline(sections["known_failures"], sections["not_testable"], str(path))
+
+
+@dataclass(frozen=True)
+class Target:
+    data: dict[str, Any]
+    path: Path | None
+    baseline: Baseline
+
+    @property
+    def name(self) -> str:
+        return self.data["name"]
+
+    @property
+    def declarations(self) -> dict[str, Any]:
+        return self.data["declarations"]
+
+    @property
+    def capabilities(self) -> set[str]:
+        return set(self.declarations["capabilities"])
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return float(self.declarations["heartbeat_interval"])
+
+    @property
+    def title_counts_in_stats(self) -> bool:
+        return bool(self.declarations["title_counts_in_stats"])
+
+    @property
+    def tools(self) -> dict[str, Any]:
+        return self.declarations["tools"]
+
+    @property
+    def stream_deadline(self) -> float:
+        return float(self.data.get("stream_deadline_seconds", 30))
+
+    def section(self, name: str, default: dict[str, Any]) -> dict[str, Any]:
+        return self.data.get(name) or default
+
+
+def parse_target(data: Any, *, path: Path | None = None) -> Target:
+    where = str(path) if path else "target"
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise TargetError(f"{where} is not a valid target file:\n" + "\n".join(f"  - {_describe(e)}" for e in errors))
+    if ("base_url" in data) == ("start" in data):
+        raise TargetError(f"{where}: give exactly one of `base_url` (a running server) and `start` (a command)")
+    if "db_access" in data["declarations"]["capabilities"] and "database" not in data["declarations"]:
+        raise TargetError(f"{where}: capability db_access needs declarations.database.project_dir")
+    baseline = Baseline()
+    if "baseline" in data:
+        baseline = load_baseline((path.parent if path else Path.cwd()) / data["baseline"])
+    return Target(data, path, baseline)
+
+
+def load_target(name_or_path: str | None) -> Target:
+    """A target file by path, or a built-in target by name (`reference` by default)."""
+    candidate = Path(name_or_path) if name_or_path else BUILTIN_TARGETS / "reference.yaml"
+    if name_or_path and not candidate.exists():
+        builtin = BUILTIN_TARGETS / f"{name_or_path}.yaml"
+        if not builtin.exists():
+            known = sorted(p.stem for p in BUILTIN_TARGETS.glob("*.yaml"))
+            raise TargetError(f"no target file {name_or_path!r} and no built-in target of that name ({known})")
+        candidate = builtin
+    try:
+        data = yaml.safe_load(candidate.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise TargetError(f"{candidate}: {exc}") from exc
+    return parse_target(data, path=candidate.resolve())
