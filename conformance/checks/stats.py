@@ -27,7 +27,8 @@ async def _stats_problems(
         f"(title counted: {ctx.target.title_counts_in_stats})",
         "STATS-003": None
         if tokens in allowed
-        else f"{what}: tokens in/out {tokens[0]}/{tokens[1]}, expected {' or '.join(map(str, allowed))} (the sum of each "
+        else f"{what}: tokens in/out {tokens[0]}/{tokens[1]}, expected {' or '.join(map(str, allowed))} "
+        "(the sum of each "
         "counted generation's usage)",
         "STATS-004": None
         if session["total_tokens"] == sum(tokens)
