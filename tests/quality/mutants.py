@@ -1,0 +1,370 @@
+"""Deliberately broken variants of the reference server, each breaking one rule of the contract.
+
+A mutant is applied by monkeypatching `reference_server` in the process that serves it
+(`python -m tests.quality.mutant_server NAME ...`); the conformance suite then judges it over HTTP like any
+other implementation. `targets` are the requirements the break is about; `consequences` are the others that
+fail because of it (a missing `done` also breaks the error-stream rule, for example). The mutant test asserts
+that exactly `targets | consequences` fail, and that every target does.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    breaks: str  # what the variant does wrong, in words
+    apply: Callable[[], None]
+    targets: frozenset[str]
+    consequences: frozenset[str] = field(default_factory=frozenset)
+
+
+MUTANTS: dict[str, Mutant] = {}
+
+
+def mutant(name: str, breaks: str, targets: set[str], consequences: set[str] = frozenset()):
+    def register(apply: Callable[[], None]) -> Callable[[], None]:
+        MUTANTS[name] = Mutant(name, breaks, apply, frozenset(targets), frozenset(consequences))
+        return apply
+
+    return register
+
+
+def _transform_stream(change: Callable[[list[dict], dict], list[dict]]) -> None:
+    """Rewrite the events of every turn on their way to the client; `change(batch, state)` returns the batch."""
+    from reference_server.agent.turn import Turn
+
+    original = Turn.stream
+
+    async def stream(self) -> AsyncIterator[list[dict]]:
+        state: dict = {}
+        async for batch in original(self):
+            changed = change([dict(e) for e in batch], state)
+            if changed:
+                yield changed
+
+    Turn.stream = stream
+
+
+# --- the stream ----------------------------------------------------------------------------------------------
+
+
+@mutant("missing-done", "the stream ends without a `done` event", {"STREAM-ORDER-003"})
+def _missing_done() -> None:
+    _transform_stream(lambda batch, _: [e for e in batch if e["type"] != "done"])
+
+
+@mutant("event-after-done", "a `heartbeat` follows the `done` event", {"STREAM-ORDER-003"})
+def _event_after_done() -> None:
+    def change(batch, _):
+        out = []
+        for event in batch:
+            out.append(event)
+            if event["type"] == "done":
+                out.append({"type": "heartbeat", "session_id": event["session_id"]})
+        return out
+
+    _transform_stream(change)
+
+
+@mutant(
+    "arguments-not-prefix-growing",
+    "each `tool_call` event carries only the newest fragment of the arguments",
+    {"TOOLCALL-002"},
+)
+def _arguments_fragments() -> None:
+    def change(batch, state):
+        for event in batch:
+            if event["type"] == "tool_call" and not event["tool_call"]["function"].get("complete"):
+                call_id, arguments = event["tool_call"]["id"], event["tool_call"]["function"]["arguments"]
+                previous = state.get(call_id, "")
+                state[call_id] = arguments
+                event["tool_call"]["function"]["arguments"] = arguments[len(previous) :]
+        return batch
+
+    _transform_stream(change)
+
+
+@mutant("tool-start-without-id", "`tool_start` has no `tool_call_id`", {"TOOLCALL-004", "EVENT-001"})
+def _tool_start_without_id() -> None:
+    def change(batch, _):
+        for event in batch:
+            if event["type"] == "tool_start":
+                event.pop("tool_call_id", None)
+        return batch
+
+    _transform_stream(change)
+
+
+@mutant("no-heartbeat", "no heartbeat while the LLM is silent", {"HEARTBEAT-001", "HEARTBEAT-003"})
+def _no_heartbeat() -> None:
+    _transform_stream(lambda batch, _: [e for e in batch if e["type"] != "heartbeat"])
+
+
+@mutant("no-error-event", "an LLM failure ends the stream with `done` only, no `error`", {"ERRSTREAM-001"})
+def _no_error_event() -> None:
+    _transform_stream(lambda batch, _: [e for e in batch if e["type"] != "error"])
+
+
+@mutant("no-cache-control", "the stream has no `Cache-Control: no-cache`", {"FRAME-004"})
+def _no_cache_control() -> None:
+    import reference_server.chat.routes as routes
+
+    routes.SSE_HEADERS = {}
+
+
+# --- statistics --------------------------------------------------------------------------------------------
+
+
+@mutant(
+    "tokens-from-last-call",
+    "token counts are the last generation's usage instead of the sum",
+    {"STATS-003"},
+    {"STATS-005"},
+)
+def _tokens_from_last_call() -> None:
+    from reference_server.agent.stream_translator import TurnStatistics
+
+    def add_usage(self, usage):
+        if usage:
+            self.input_tokens = int(usage.get("input_tokens") or 0)
+            self.output_tokens = int(usage.get("output_tokens") or 0)
+
+    TurnStatistics.add_usage = add_usage
+
+
+@mutant(
+    "message-count-two-per-turn",
+    "message_count grows by 2 per turn (user + one assistant message)",
+    {"STATS-001"},
+    {"STATS-005"},
+)
+def _message_count_two_per_turn() -> None:
+    from dataclasses import replace
+
+    from reference_server.agent.sessions_repo import ChatSessionsRepository
+
+    original = ChatSessionsRepository.record_turn
+
+    async def record_turn(self, thread_id, totals):
+        current = await self.get(thread_id)
+        return await original(self, thread_id, replace(totals, message_count=current.message_count + 2))
+
+    ChatSessionsRepository.record_turn = record_turn
+
+
+# --- sessions, titles, listing ---------------------------------------------------------------------------
+
+
+@mutant("unpin-keeps-updated-at", "unpinning does not advance updated_at", {"LIST-003"})
+def _unpin_keeps_updated_at() -> None:
+    from reference_server.agent.sessions_repo import ChatSessionsRepository
+
+    original = ChatSessionsRepository.set_pinned
+
+    async def set_pinned(self, thread_id, pinned):
+        if pinned:
+            return await original(self, thread_id, pinned)
+        await self.db.execute("UPDATE chat_sessions SET pinned = FALSE WHERE thread_id = ?", (thread_id,))
+        await self.db.commit()
+        return await self.get(thread_id)
+
+    ChatSessionsRepository.set_pinned = set_pinned
+
+
+@mutant("no-tie-break", "sessions with the same pinned and updated_at are listed by ascending id", {"LIST-002"})
+def _no_tie_break() -> None:
+    import reference_server.agent.sessions_repo as repo
+
+    repo.LISTING_QUERY = repo.LISTING_QUERY.replace("id DESC", "id ASC")
+
+
+@mutant("rename-overwritten-by-title", "the generated title replaces a title set by the user", {"TITLE-003"})
+def _rename_overwritten() -> None:
+    from reference_server.agent.sessions_repo import ChatSessionsRepository
+
+    original = ChatSessionsRepository.record_turn
+
+    async def record_turn(self, thread_id, totals):
+        await original(self, thread_id, totals)
+        if totals.generated_title:
+            await self.db.execute(
+                "UPDATE chat_sessions SET title = ? WHERE thread_id = ?", (totals.generated_title, thread_id)
+            )
+            await self.db.commit()
+        return await self.get(thread_id)
+
+    ChatSessionsRepository.record_turn = record_turn
+
+
+@mutant("title-not-cleaned", "the title reply is stored as it came, quotes and line breaks included", {"TITLE-002"})
+def _title_not_cleaned() -> None:
+    import reference_server.agent.graph as graph
+
+    graph.clean_title = lambda text: text
+
+
+@mutant("history-ids-change", "history message ids are new on every call", {"HISTORY-003"})
+def _history_ids_change() -> None:
+    import reference_server.agent.service as service
+
+    original = service.history_to_openai
+
+    def history_to_openai(thread_id, messages):
+        return [m.model_copy(update={"id": str(uuid.uuid4())}) for m in original(thread_id, messages)]
+
+    service.history_to_openai = history_to_openai
+
+
+@mutant("limit-zero-accepted", "the history accepts limit=0 (and answers no messages)", {"HISTORY-007"})
+def _limit_zero_accepted() -> None:
+    import reference_server.chat.routes as routes
+
+    original = routes.history_limit
+
+    def history_limit(request):
+        return 0 if request.query_params.get("limit") == "0" else original(request)
+
+    routes.history_limit = history_limit
+
+
+@mutant("unknown-session-history-200", "the history of an unknown or deleted session is an empty 200", {"SESSION-007"})
+def _unknown_history_200() -> None:
+    import reference_server.chat.routes as routes
+    from generated.api.chat_session import ChatSession
+
+    original = routes.owned_session
+
+    async def owned_session(service, session_id, caller):
+        session = await service.repo.get(session_id)
+        if session is None:
+            now = "2026-01-01T00:00:00.000000Z"
+            return ChatSession(
+                id=1,
+                thread_id=session_id,
+                user_id=caller.user.user_id,
+                project_id=service.project_id,
+                title="New Conversation",
+                message_count=0,
+                llm_calls_count=0,
+                input_tokens=0,
+                output_tokens=0,
+                total_tokens=0,
+                last_message_at=None,
+                created_at=now,
+                updated_at=now,
+                pinned=False,
+            )
+        return await original(service, session_id, caller)
+
+    routes.owned_session = owned_session
+
+
+# --- isolation, projects, preconditions -------------------------------------------------------------------
+
+
+@mutant(
+    "other-user-reads-and-pins", "any user can read, rename, pin or delete another user's session", {"ISOLATION-001"}
+)
+def _other_user_reads() -> None:
+    import reference_server.chat.routes as routes
+    from reference_server.errors import ApiError
+
+    async def owned_session(service, session_id, caller):
+        session = await service.repo.get(session_id)
+        if session is None:
+            raise ApiError(404, "session_not_found", f"Session {session_id} not found")
+        return session
+
+    routes.owned_session = owned_session
+
+
+@mutant("closed-project-answers", "a closed project's chat endpoints answer as if it were opened", {"PROJECT-002"})
+def _closed_project_answers() -> None:
+    import reference_server.chat.routes as routes
+    from reference_server.errors import ApiError
+
+    async def opened_project(project_id, request):
+        services = request.app.state.services
+        project = await services.store.project(project_id)
+        if project is None:
+            raise ApiError(404, "project_not_found", f"Project {project_id} does not exist")
+        return await services.manager.open_project(project_id, services.project_dir(project_id))
+
+    routes.opened_project = opened_project
+
+
+@mutant("401-without-www-authenticate", "401 answers have no WWW-Authenticate header", {"AUTH-002"})
+def _no_www_authenticate() -> None:
+    import reference_server.auth as auth
+    from reference_server.errors import ApiError
+
+    auth.unauthorized = lambda message: ApiError(401, "unauthorized", message)
+
+
+@mutant(
+    "second-stream-accepted", "a second stream on a busy session is accepted", {"CONCURRENCY-001"}, {"CONCURRENCY-002"}
+)
+def _second_stream_accepted() -> None:
+    from reference_server.agent.service import AgentService
+
+    AgentService.is_busy = lambda self, session_id: False
+
+
+# --- the database ----------------------------------------------------------------------------------------
+
+
+@mutant(
+    "no-migration",
+    "a legacy chat_sessions table is not upgraded: the project fails to open",
+    {"MIGRATION-001", "MIGRATION-002", "MIGRATION-003"},
+)
+def _no_migration() -> None:
+    import reference_server.agent.service as service
+    import spec
+
+    async def migrate(db):
+        await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))
+        await db.commit()
+        return []
+
+    service.migrate = migrate
+
+
+@mutant("delete-leaves-writes", "deleting a session leaves its pending writes in the database", {"DB-006"})
+def _delete_leaves_writes() -> None:
+    from reference_server.agent.service import AgentService
+
+    async def delete_session(self, session_id):
+        deleted = await self.repo.delete(session_id)
+        await self._saver_conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (session_id,))
+        await self._saver_conn.commit()
+        return deleted
+
+    AgentService.delete_session = delete_session
+
+
+@mutant("api-key-in-database", "the session row keeps the LLM API key in its metadata", {"SECRET-001"})
+def _api_key_in_database() -> None:
+    from reference_server.agent.context import current_llm_settings
+    from reference_server.agent.sessions_repo import ChatSessionsRepository
+
+    original = ChatSessionsRepository.record_turn
+
+    async def record_turn(self, thread_id, totals):  # runs in the turn's context, where the key is
+        key = current_llm_settings().api_key or ""
+        await self.db.execute(
+            "UPDATE chat_sessions SET stats = ? WHERE thread_id = ?", (json.dumps({"api_key": key}), thread_id)
+        )
+        await self.db.commit()
+        return await original(self, thread_id, totals)
+
+    ChatSessionsRepository.record_turn = record_turn
+
+
+__all__ = ["MUTANTS", "Mutant"]
