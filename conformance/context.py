@@ -57,6 +57,7 @@ class Environment:
     workdir: Any
     client: httpx.AsyncClient
     observed: list[Finding] = field(default_factory=list)  # findings of every exchange, for the global checks
+    api_keys: list[str] = field(default_factory=list)  # the LLM API keys the suite configured (SECRET-001)
 
     def prefix(self, project_id: str | None = None) -> str:
         return self.target.data["chat_prefix"].format(project_id=project_id or self.project_id)

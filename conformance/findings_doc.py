@@ -1,0 +1,118 @@
+"""A findings document for an implementation's developers, generated from a run's conformance.json.
+
+`python -m conformance.findings_doc reports/X/conformance.json docs/X.md`. Every failed requirement appears with its
+level, what was observed, the evidence (request, response or event excerpt), the expected behaviour (the
+requirement's text) and a reproduction; then what could not be exercised, and why.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FAILED = ("FAIL", "XFAIL", "WARN", "STALE", "ERROR")
+LEVEL_ORDER = {"MUST": 0, "SHOULD": 1, "MAY": 2}
+
+
+def _block(value: Any, limit: int = 1800) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+    if len(text) > limit:
+        text = text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    return "```\n" + text.replace("```", "` ` `") + "\n```"
+
+
+def _events_excerpt(events: list[dict[str, Any]]) -> str:
+    lines = [json.dumps(e, ensure_ascii=False) for e in events]
+    if len(lines) > 14:
+        lines = [*lines[:7], f"... ({len(lines) - 14} more events)", *lines[-7:]]
+    return "\n".join(lines)
+
+
+def _evidence(item: dict[str, Any]) -> list[str]:
+    request, response = item.get("request") or {}, item.get("response") or {}
+    out = [f"Request, as user `{request.get('as_user', 'main')}`:",
+           _block(f"{request.get('method')} {request.get('url')}" + (f"\n\n{request['body']}" if request.get("body")
+                                                                     else ""))]
+    shown = f"status {response.get('status')}"
+    if response.get("content_type"):
+        shown += f", {response['content_type']}"
+    if response.get("events"):
+        out += [f"Response ({shown}), events:", _block(_events_excerpt(response["events"]))]
+    elif response.get("body") is not None:
+        out += [f"Response ({shown}):", _block(response.get("body"))]
+    elif response.get("error"):
+        out += [f"Response: {response['error']}"]
+    else:
+        out += [f"Response: {shown}"]
+    if item.get("reproduction"):
+        out += ["Reproduction (`$TOKEN`: the user's bearer token from `POST /v3/access/users/authenticate`):",
+                _block(item["reproduction"])]
+    return out
+
+
+def render(data: dict[str, Any]) -> str:
+    target = data["target"]
+    requirements = data["requirements"]
+    failed = sorted((r for r in requirements if r["verdict"] in FAILED),
+                    key=lambda r: (LEVEL_ORDER.get(r["level"], 3), r["id"]))
+    untestable = [r for r in requirements if r["verdict"] == "NOT TESTABLE"]
+    inapplicable = [r for r in requirements if r["verdict"] == "N/A"]
+    counts = ", ".join(f"{count} {verdict}" for verdict, count in data["counts"].items() if count)
+    lines = [
+        f"# {target.get('description') or target['name']}: conformance findings",
+        "",
+        f"Generated from `conformance.json` of the run of {data['started_at']} (contract {data['contract_version']}) "
+        f"by `python -m conformance.findings_doc`; regenerate rather than edit. Target file: "
+        f"`{Path(target['file']).name if target.get('file') else target['name']}`.",
+        "",
+        f"Verdicts: {counts}. The run took {data['wall_time_seconds']:.0f} s. "
+        f"{len(failed)} requirement(s) failed, {len(untestable)} could not be exercised.",
+        "",
+        "How to read an entry: **Expected** is the requirement's text (spec/behaviour.md); **Observed** is what the "
+        "suite saw; the evidence is the exchange that showed it, and the reproduction a curl command to replay it "
+        "(session ids and project ids are those of the run; a new run makes new ones).",
+        "",
+        "## Requirements not met",
+        "",
+    ]
+    if not failed:
+        lines += ["None.", ""]
+    for entry in failed:
+        lines += [f"### {entry['id']} ({entry['level']}, {entry['section']}): {entry['verdict']}", "",
+                  f"**Expected:** {entry['text']}", ""]
+        if entry.get("note"):
+            lines += [f"**Known deviation (baseline):** {entry['note']}", ""]
+        problems = [f for f in entry["findings"] if f["outcome"] == "failed"]
+        lines += ["**Observed:**", ""]
+        lines += [f"- {f['message']} (check `{f['check']}`)" for f in problems[:4]] or ["- (no message)"]
+        if len(problems) > 4:
+            lines += [f"- ... and {len(problems) - 4} more observations in conformance.json"]
+        lines.append("")
+        evidence = next((f["evidence"][0] for f in problems if f.get("evidence")), None)
+        if evidence:
+            lines += ["**Evidence:**", "", *_evidence(evidence), ""]
+    lines += ["## Requirements that could not be exercised", ""]
+    if not untestable:
+        lines += ["None.", ""]
+    for entry in untestable:
+        reason = entry.get("note") or next((f["message"] for f in entry["findings"] if f["outcome"] != "passed"),
+                                           entry.get("message") or "no check could judge it")
+        lines += [f"- **{entry['id']}** ({entry['level']}): {reason}"]
+    lines += ["", "## Not applicable to this target", ""]
+    lines += [f"- **{e['id']}** ({e['level']}): {e.get('note') or 'not declared'}" for e in inapplicable] or ["None."]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_findings(conformance_json: Path, out: Path) -> Path:
+    data = json.loads(conformance_json.read_text(encoding="utf-8"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(data), encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m conformance.findings_doc CONFORMANCE_JSON OUT_MD")
+    print(write_findings(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -1,0 +1,51 @@
+"""Conformance runs shared by the quality tests: the reference server as the suite starts it, each mutant,
+and the reference server reached through a target file's base_url. Each is run once per test session."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from functools import cache
+
+from conformance.engine import RunResult, run
+from conformance.findings import EXCLUDED, NOT_APPLICABLE, PASS
+from conformance.target import Target, load_target, parse_target
+
+from .mutants import MUTANTS
+
+CONCURRENT_RUNS = 2  # 2 cores: more would make timing rules (heartbeat gaps, concurrency) flaky
+
+
+def mutant_target(name: str) -> Target:
+    base = load_target(None)
+    data = copy.deepcopy(base.data)
+    data["name"] = f"mutant-{name}"
+    command = data["start"]["command"]
+    at = command.index("reference_server")
+    data["start"]["command"] = [*command[:at], "tests.quality.mutant_server", name, *command[at + 1:]]
+    data["start"]["env"] = {"PYTHONPATH": "{repo}"}
+    return parse_target(data, path=base.path)
+
+
+def not_passing(result: RunResult) -> dict[str, str]:
+    """Requirement id -> verdict, for every verdict that is not a pass (N/A and EXCLUDED are not judged)."""
+    return {v.id: v.verdict for v in result.verdicts if v.verdict not in (PASS, NOT_APPLICABLE, EXCLUDED)}
+
+
+@cache
+def mutant_runs() -> dict[str, RunResult]:
+    async def all_runs() -> dict[str, RunResult]:
+        gate = asyncio.Semaphore(CONCURRENT_RUNS)
+
+        async def one(name: str) -> tuple[str, RunResult]:
+            async with gate:
+                return name, await run(mutant_target(name))
+
+        return dict(await asyncio.gather(*(one(name) for name in MUTANTS)))
+
+    return asyncio.run(all_runs())
+
+
+@cache
+def reference_run() -> RunResult:
+    return asyncio.run(run(load_target(None)))

@@ -1,0 +1,38 @@
+"""Proof that the suite fails when it should: each mutant of the reference server fails exactly the
+requirements it breaks (and their stated consequences), and the unmodified server fails none."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.findings import FAIL, WARN
+
+from .mutants import MUTANTS
+from .runs import mutant_runs, not_passing, reference_run
+
+
+def test_there_are_at_least_twenty_mutants():
+    assert len(MUTANTS) >= 20
+
+
+def test_the_reference_server_passes_every_must_and_should():
+    result = reference_run()
+    assert result.harness_error is None
+    assert not_passing(result) == {}
+    assert result.passed
+    print(f"\nreference run: {len(result.verdicts)} requirements in {result.wall_time:.1f} s")
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_each_mutant_fails_exactly_what_it_breaks(name):
+    mutant = MUTANTS[name]
+    result = mutant_runs()[name]
+    assert result.harness_error is None, result.harness_error
+    failing = not_passing(result)
+    details = {rid: [f.message[:300] for f in v.findings if f.outcome != "passed"][:2]
+               for v in result.verdicts for rid in [v.id] if rid in failing}
+    assert mutant.targets <= set(failing), f"{name}: targets not failing; failing: {details}"
+    assert set(failing) == mutant.targets | mutant.consequences, f"{name}: {details}"
+    for rid in mutant.targets:
+        assert failing[rid] in (FAIL, WARN), (rid, failing[rid], details.get(rid))
+    assert not result.passed or all(v == WARN for v in failing.values())
