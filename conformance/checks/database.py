@@ -130,11 +130,18 @@ async def _index_problems(path: Path) -> list[str]:
         columns = [row[2] for row in sorted(info)]  # seqno, cid, name
         if columns != declared["columns"]:
             problems.append(f"index {name} is on {columns}, the contract says {declared['columns']}")
-        if present[name] != declared["unique"]:
-            problems.append(
-                f"index {name} is {'unique' if present[name] else 'not unique'}, the contract says "
-                f"{'unique' if declared['unique'] else 'not unique'}"
-            )
+        if declared["unique"] and not present[name]:
+            problems.append(f"index {name} is not unique; the contract requires a unique index")
+    # thread_id (and any other column the contract names) must be unique: a UNIQUE constraint (an automatic
+    # index) or a unique index on exactly that column both do.
+    for column in _contract()["chat_sessions"].get("unique_columns", []):
+        unique_on = []
+        for name, unique in present.items():
+            if unique:
+                (info,) = await _read(path, f'PRAGMA index_info("{name}")')
+                unique_on.append([row[2] for row in sorted(info)])
+        if [column] not in unique_on:
+            problems.append(f"column {column} is not unique: no UNIQUE constraint and no unique index on it")
     return problems
 
 

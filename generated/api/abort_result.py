@@ -37,8 +37,8 @@ class AbortResult(BaseModel):
         ),
     ]
     aborted: Annotated[
-        bool,
+        bool | None,
         Field(
-            description="True when a running turn was asked to stop; false when no turn was running."
+            description="True when a running turn was asked to stop; false when no turn was running (ABORT-005, SHOULD)."
         ),
-    ]
+    ] = None

@@ -18,13 +18,21 @@ def columns(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def indexes(conn: sqlite3.Connection) -> dict[str, dict]:
+    """The contract's indexes as found: columns, and `unique` only where the contract requires it."""
     found = {}
     for _, name, unique, *_ in conn.execute("PRAGMA index_list(chat_sessions)"):
-        if name.startswith("sqlite_autoindex"):
+        if name.startswith("sqlite_autoindex") or name not in CONTRACT["chat_sessions"]["indexes"]:
             continue
         cols = [row[2] for row in conn.execute(f"PRAGMA index_info({name})")]
-        found[name] = {"columns": cols, "unique": bool(unique)}
+        required = CONTRACT["chat_sessions"]["indexes"][name]["unique"]
+        found[name] = {"columns": cols, "unique": bool(unique) if required else False}
     return found
+
+
+def unique_columns(conn: sqlite3.Connection) -> list[list[str]]:
+    """Columns covered by a unique index, automatic ones (UNIQUE constraints) included."""
+    return [[row[2] for row in conn.execute(f'PRAGMA index_info("{name}")')]
+            for _, name, unique, *_ in conn.execute("PRAGMA index_list(chat_sessions)") if unique]
 
 
 def test_schema_sql_matches_the_contract():
@@ -33,6 +41,7 @@ def test_schema_sql_matches_the_contract():
     conn.executescript((spec.DB_DIR / "schema.sql").read_text())  # idempotent
     assert columns(conn) == CONTRACT["chat_sessions"]["columns"]
     assert indexes(conn) == CONTRACT["chat_sessions"]["indexes"]
+    assert all([column] in unique_columns(conn) for column in CONTRACT["chat_sessions"]["unique_columns"])
 
 
 def test_contract_location_and_journal_mode():

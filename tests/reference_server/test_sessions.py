@@ -334,7 +334,7 @@ async def test_another_user_sees_nothing_and_changes_nothing(lab):
     ]
 
 
-@pytest.mark.covers("ABORT-001", "ABORT-002", "ABORT-003", "ABORT-004", "STATS-005")
+@pytest.mark.covers("ABORT-001", "ABORT-002", "ABORT-003", "ABORT-004", "ABORT-005", "STATS-005")
 async def test_abort_stops_a_running_turn(lab):
     await lab.stream("[[fake-llm:plain]]", "abort-1")
     idle = checked(
