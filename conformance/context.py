@@ -327,13 +327,12 @@ class CheckContext:
             )
 
     def require_stream(self, result: StreamResult, requirement: str) -> None:
-        if result.status != 200 or not result.events or result.types[-1] != "done":
+        """The turn completed: 200, events, no `error`, and the server closed the stream. Whether `done` ends it is
+        the grammar's business (STREAM-ORDER-003), judged by the stream checks, not here."""
+        if result.status != 200 or not result.events or "error" in result.types or not result.completed:
             got = result.exchange.status if result.exchange.status is not None else result.exchange.error
-            raise Blocked(
-                requirement,
-                f"the turn did not complete: status {got}, events {result.types[-5:]}, {result.exchange.body[:300]}",
-                (result.exchange,),
-            )
+            raise Blocked(requirement, f"the turn did not complete: status {got}, events {result.types[-5:]}, "
+                                       f"{result.exchange.body[:300]}", (result.exchange,))
 
     async def wait_for(self, probe: Callable[[], Awaitable[Any]], *, seconds: float, interval: float = 0.2) -> Any:
         """Poll `probe` until it returns a truthy value; None when the time is up."""
