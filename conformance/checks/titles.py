@@ -81,7 +81,7 @@ async def generation_fails(ctx: CheckContext) -> None:
     session = ctx.session_id()
     result = await ctx.stream({"message": ctx.message("cs-title-fails"), "session_id": session})
     title = await _title(ctx, session)
-    ok = result.types[-1:] == ["done"] and "error" not in result.types and title == NEW
+    ok = result.status == 200 and result.completed and "error" not in result.types and title == NEW
     ctx.expect(
         "TITLE-006",
         ok,

@@ -41,8 +41,19 @@ def ensure_gns3_venv() -> Path:
     started = time.monotonic()
     click.echo(f"installing gns3-server {VERSION} into {VENV.relative_to(REPO)} (about a minute, once)...", err=True)
     venv.EnvBuilder(with_pip=True).create(VENV)
-    subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run(
+        [
+            str(VENV / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            str(REQUIREMENTS),
+        ],
+        check=True,
+    )
     STAMP.write_text(fingerprint)
     click.echo(f"installed in {time.monotonic() - started:.0f} s", err=True)
     return VENV
@@ -57,11 +68,10 @@ def network_namespace_available() -> bool:
 
 def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
     from conformance.engine import run
+    from conformance.findings_doc import write_findings
     from conformance.reports import write_reports
     from conformance.reports.console import render_summary
     from conformance.target import load_target
-
-    from conformance.findings_doc import write_findings
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     target = load_target(f"gns3-{VERSION}")
@@ -76,10 +86,16 @@ def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
 
 
 @click.command()
-@click.option("--report-dir", type=click.Path(path_type=Path), default=REPO / "reports" / f"gns3-{VERSION}",
-              show_default=True)
-@click.option("--doc", type=click.Path(path_type=Path), default=REPO / "docs" / f"gns3-{VERSION}.md",
-              show_default=True, help="The findings document generated from conformance.json.")
+@click.option(
+    "--report-dir", type=click.Path(path_type=Path), default=REPO / "reports" / f"gns3-{VERSION}", show_default=True
+)
+@click.option(
+    "--doc",
+    type=click.Path(path_type=Path),
+    default=REPO / "docs" / f"gns3-{VERSION}.md",
+    show_default=True,
+    help="The findings document generated from conformance.json.",
+)
 @click.option("--jobs", default=6, show_default=True, help="Checks run at the same time.")
 def main(report_dir: Path, doc: Path, jobs: int) -> None:
     """Run the conformance suite against gns3-server 3.1.0a7 in a loopback-only network namespace."""
@@ -88,11 +104,24 @@ def main(report_dir: Path, doc: Path, jobs: int) -> None:
     started = time.monotonic()
     ensure_gns3_venv()
     if not network_namespace_available():
-        sys.exit("cannot create a network namespace (`unshare -rn` with `ip`): the GNS3 run needs one, so that "
-                 "nothing it starts can reach beyond loopback")
+        sys.exit(
+            "cannot create a network namespace (`unshare -rn` with `ip`): the GNS3 run needs one, so that "
+            "nothing it starts can reach beyond loopback"
+        )
     env = {**os.environ, INSIDE: "1"}
-    command = ["unshare", "-rn", sys.executable, "-m", "conformance.gns3.run", "--report-dir", str(report_dir),
-               "--doc", str(doc), "--jobs", str(jobs)]
+    command = [
+        "unshare",
+        "-rn",
+        sys.executable,
+        "-m",
+        "conformance.gns3.run",
+        "--report-dir",
+        str(report_dir),
+        "--doc",
+        str(doc),
+        "--jobs",
+        str(jobs),
+    ]
     code = subprocess.run(command, env=env, cwd=REPO).returncode
     click.echo(f"GNS3 run took {time.monotonic() - started:.0f} s (exit {code})")
     sys.exit(code)
