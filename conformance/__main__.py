@@ -1,30 +1,25 @@
-"""`python -m conformance`: the main job.
+"""`python -m conformance`: the main job, `copilot-conformance run` against the built-in reference server.
 
-The conformance engine (issue #5) is not built yet, so this command only validates the contract in spec/ and
-says so. It never reports a server as conforming.
+It validates the contract in spec/ first (conformance/contract_check.py), then runs the suite and writes the
+reports to reports/. Options are those of `run` (`python -m conformance --target FILE --report-dir DIR`); the
+other commands work too (`python -m conformance targets`, `python -m conformance requirements`).
 """
 
 from __future__ import annotations
 
 import sys
 
-import spec
-from conformance.contract_check import contract_problems
+from conformance.cli import cli, main
+
+PASSED_THROUGH = {"--help", "-h", "--version"}
 
 
-def main() -> int:
-    print(f"GNS3 Copilot Chat API contract {spec.contract_version()}")
-    checked, problems = contract_problems()
-    for line in checked:
-        print(f"  checked: {line}")
-    for problem in problems:
-        print(f"  PROBLEM: {problem}")
-    print(
-        "\nNOT RUN: the conformance suite against a server does not exist yet; no implementation was tested."
-        "\nThis run validated the contract only."
-    )
-    return 1 if problems else 0
+def arguments(argv: list[str]) -> list[str]:
+    """`run` unless the first argument names another command (or asks for the group's help or version)."""
+    if argv and (argv[0] in cli.commands or argv[0] in PASSED_THROUGH):
+        return argv
+    return ["run", *argv]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(arguments(sys.argv[1:]), prog_name="python -m conformance")

@@ -16,7 +16,7 @@ import httpx
 import spec
 
 from .exchanges import Exchange
-from .findings import FAILED, NOT_TESTABLE, PASSED, Finding
+from .findings import FAILED, PASSED, UNTESTABLE, Finding
 from .framing import parse_stream
 from .responses import response_violations
 from .stream_rules import check_events
@@ -122,6 +122,12 @@ class CheckContext:
     def _url(self, path: str, project_id: str | None) -> str:
         return self.env.base_url + self.env.prefix(project_id) + path
 
+    def _shown_authorization(self, header: str | None) -> str | None:
+        """The Authorization header as a reproduction shows it: a user's real token becomes $TOKEN."""
+        if header is not None and any(header == f"Bearer {u.token}" for u in self.env.users.values()):
+            return "Bearer $TOKEN"
+        return header
+
     def _observe(self, exchange: Exchange, operation: str | None) -> None:
         if operation is None or exchange.status is None or exchange.events:
             return
@@ -155,7 +161,13 @@ class CheckContext:
         if content is not None:
             body_text = content.decode("utf-8", "replace")
             sent.setdefault("Content-Type", "application/json")
-        exchange = Exchange(method, str(httpx.URL(url, params=params)), body_text, user=user or "(none)")
+        exchange = Exchange(
+            method,
+            str(httpx.URL(url, params=params)),
+            body_text,
+            user=user or "(none)",
+            authorization=self._shown_authorization(sent.get("Authorization")),
+        )
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.target.stream_deadline):
@@ -310,7 +322,7 @@ class CheckContext:
         self._record(requirement, PASSED, "ok", exchanges)
 
     def not_testable(self, requirement: str, reason: str) -> None:
-        self._record(requirement, NOT_TESTABLE, reason, ())
+        self._record(requirement, UNTESTABLE, reason, ())
 
     def require(self, ok: bool, requirement: str, message: str, *exchanges: Exchange) -> None:
         """Like expect, but stop the check when it fails: what follows depends on it."""
@@ -331,8 +343,11 @@ class CheckContext:
         the grammar's business (STREAM-ORDER-003), judged by the stream checks, not here."""
         if result.status != 200 or not result.events or "error" in result.types or not result.completed:
             got = result.exchange.status if result.exchange.status is not None else result.exchange.error
-            raise Blocked(requirement, f"the turn did not complete: status {got}, events {result.types[-5:]}, "
-                                       f"{result.exchange.body[:300]}", (result.exchange,))
+            raise Blocked(
+                requirement,
+                f"the turn did not complete: status {got}, events {result.types[-5:]}, {result.exchange.body[:300]}",
+                (result.exchange,),
+            )
 
     async def wait_for(self, probe: Callable[[], Awaitable[Any]], *, seconds: float, interval: float = 0.2) -> Any:
         """Poll `probe` until it returns a truthy value; None when the time is up."""

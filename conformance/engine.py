@@ -21,7 +21,7 @@ import spec
 from .checks import CheckSpec, load_all
 from .context import Blocked, CheckContext, Environment, NotTestable, User
 from .controller import Controller
-from .findings import FAILED, HARNESS_ERROR, NOT_TESTABLE, Finding, Verdict, judge, run_passes
+from .findings import FAILED, HARNESS_ERROR, UNTESTABLE, Finding, Verdict, judge, run_passes
 from .processes import REPO_ROOT, HarnessError, Process, free_port, start_fake_llm, start_target
 from .scenarios import write_scripts
 from .target import Target
@@ -169,10 +169,10 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
                 [e.as_evidence() for e in (blocked.exchanges or tuple(ctx.exchanges[-2:]))],
             )
         )
-        leftover_outcome = NOT_TESTABLE
+        leftover_outcome = UNTESTABLE
         leftover_message = f"not reached: the check stopped when {blocked.requirement} failed ({blocked.message})"
     except NotTestable as exc:
-        leftover_outcome, leftover_message = NOT_TESTABLE, str(exc)
+        leftover_outcome, leftover_message = UNTESTABLE, str(exc)
     except (HarnessError, Exception) as exc:  # the suite's own fault, or a target too broken to go on
         leftover_message = f"harness error: {type(exc).__name__}: {exc}\n" + "".join(
             traceback.format_exception(exc)[-3:]
@@ -264,6 +264,11 @@ async def run(
         target, prepared.env.base_url, verdicts, list(check_runs), time.monotonic() - started, started_at
     )
     result.passed = run_passes(verdicts, target.baseline.not_testable)
+    # What reports must never show: the configured API keys and every bearer token of the run.
+    result.secrets = {f"api_key_{i}": key for i, key in enumerate(prepared.api_keys)}
+    result.secrets.update({f"token_{i}": token for i, token in enumerate(prepared.tokens)})
+    if prepared.env.controller is not None:
+        result.secrets["admin_token"] = prepared.env.controller.admin_token
     return result
 
 

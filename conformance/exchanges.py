@@ -28,6 +28,7 @@ class Exchange:
     error: str | None = None  # a transport error or a deadline
     user: str = "main"
     elapsed: float = 0.0
+    authorization: str | None = "Bearer $TOKEN"  # as sent; a user's real token is shown as $TOKEN
 
     def curl(self) -> str:
         parts = [

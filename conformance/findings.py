@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # What one check concluded about one requirement.
-PASSED, FAILED, NOT_TESTABLE, HARNESS_ERROR = "passed", "failed", "not_testable", "harness_error"
+PASSED, FAILED, UNTESTABLE, HARNESS_ERROR = "passed", "failed", "not_testable", "harness_error"
 
 
 @dataclass
@@ -46,10 +46,10 @@ class Verdict:
 
 def combine(findings: list[Finding]) -> str:
     outcomes = {f.outcome for f in findings}
-    for outcome in (FAILED, HARNESS_ERROR, NOT_TESTABLE):
+    for outcome in (FAILED, HARNESS_ERROR, UNTESTABLE):
         if outcome in outcomes:
             return outcome
-    return PASSED if outcomes else NOT_TESTABLE
+    return PASSED if outcomes else UNTESTABLE
 
 
 def judge(
@@ -79,7 +79,7 @@ def judge(
             f"baseline lists it as failing ({known_failures[rid]}), but it is {outcome.replace('_', ' ')}",
         )
     if rid in accepted_not_testable:
-        if outcome == NOT_TESTABLE:
+        if outcome == UNTESTABLE:
             return Verdict(record, NOT_TESTABLE, findings, accepted_not_testable[rid])
         return Verdict(
             record,
@@ -91,7 +91,7 @@ def judge(
         return Verdict(record, PASS, findings)
     if outcome == HARNESS_ERROR:
         return Verdict(record, ERROR, findings)
-    if outcome == NOT_TESTABLE:
+    if outcome == UNTESTABLE:
         return Verdict(record, NOT_TESTABLE, findings)
     return Verdict(record, WARN if level == "SHOULD" else FAIL, findings)
 

@@ -32,9 +32,12 @@ def _events_excerpt(events: list[dict[str, Any]]) -> str:
 
 def _evidence(item: dict[str, Any]) -> list[str]:
     request, response = item.get("request") or {}, item.get("response") or {}
-    out = [f"Request, as user `{request.get('as_user', 'main')}`:",
-           _block(f"{request.get('method')} {request.get('url')}" + (f"\n\n{request['body']}" if request.get("body")
-                                                                     else ""))]
+    out = [
+        f"Request, as user `{request.get('as_user', 'main')}`:",
+        _block(
+            f"{request.get('method')} {request.get('url')}" + (f"\n\n{request['body']}" if request.get("body") else "")
+        ),
+    ]
     shown = f"status {response.get('status')}"
     if response.get("content_type"):
         shown += f", {response['content_type']}"
@@ -47,16 +50,19 @@ def _evidence(item: dict[str, Any]) -> list[str]:
     else:
         out += [f"Response: {shown}"]
     if item.get("reproduction"):
-        out += ["Reproduction (`$TOKEN`: the user's bearer token from `POST /v3/access/users/authenticate`):",
-                _block(item["reproduction"])]
+        out += [
+            "Reproduction (`$TOKEN`: the user's bearer token from `POST /v3/access/users/authenticate`):",
+            _block(item["reproduction"]),
+        ]
     return out
 
 
 def render(data: dict[str, Any]) -> str:
     target = data["target"]
     requirements = data["requirements"]
-    failed = sorted((r for r in requirements if r["verdict"] in FAILED),
-                    key=lambda r: (LEVEL_ORDER.get(r["level"], 3), r["id"]))
+    failed = sorted(
+        (r for r in requirements if r["verdict"] in FAILED), key=lambda r: (LEVEL_ORDER.get(r["level"], 3), r["id"])
+    )
     untestable = [r for r in requirements if r["verdict"] == "NOT TESTABLE"]
     inapplicable = [r for r in requirements if r["verdict"] == "N/A"]
     counts = ", ".join(f"{count} {verdict}" for verdict, count in data["counts"].items() if count)
@@ -80,8 +86,12 @@ def render(data: dict[str, Any]) -> str:
     if not failed:
         lines += ["None.", ""]
     for entry in failed:
-        lines += [f"### {entry['id']} ({entry['level']}, {entry['section']}): {entry['verdict']}", "",
-                  f"**Expected:** {entry['text']}", ""]
+        lines += [
+            f"### {entry['id']} ({entry['level']}, {entry['section']}): {entry['verdict']}",
+            "",
+            f"**Expected:** {entry['text']}",
+            "",
+        ]
         if entry.get("note"):
             lines += [f"**Known deviation (baseline):** {entry['note']}", ""]
         problems = [f for f in entry["findings"] if f["outcome"] == "failed"]
@@ -97,8 +107,10 @@ def render(data: dict[str, Any]) -> str:
     if not untestable:
         lines += ["None.", ""]
     for entry in untestable:
-        reason = entry.get("note") or next((f["message"] for f in entry["findings"] if f["outcome"] != "passed"),
-                                           entry.get("message") or "no check could judge it")
+        reason = entry.get("note") or next(
+            (f["message"] for f in entry["findings"] if f["outcome"] != "passed"),
+            entry.get("message") or "no check could judge it",
+        )
         lines += [f"- **{entry['id']}** ({entry['level']}): {reason}"]
     lines += ["", "## Not applicable to this target", ""]
     lines += [f"- **{e['id']}** ({e['level']}): {e.get('note') or 'not declared'}" for e in inapplicable] or ["None."]

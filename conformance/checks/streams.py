@@ -29,8 +29,13 @@ def _rule(results: list[StreamResult], requirement: str) -> list[str]:
 
 
 def _judge_rules(ctx: CheckContext, results: list[StreamResult], requirements: list[str]) -> None:
-    for result in results:
-        ctx.require_stream(result, requirements[0])
+    for result in results:  # error scenarios included: only an answered, finished stream can be judged
+        ctx.require(
+            result.status == 200 and bool(result.events) and result.completed,
+            requirements[0],
+            f"no complete stream to judge: {result.exchange.describe()}",
+            result.exchange,
+        )
     for requirement in requirements:
         problems = _rule(results, requirement)
         offending = [

@@ -70,7 +70,8 @@ def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
     from conformance.engine import run
     from conformance.findings_doc import write_findings
     from conformance.reports import write_reports
-    from conformance.reports.console import render_summary
+    from conformance.reports.console import summary_text
+    from conformance.reports.model import report_data
     from conformance.target import load_target
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
@@ -78,7 +79,7 @@ def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
     result = asyncio.run(run(target, jobs=jobs))
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = write_reports(result, report_dir)
-    click.echo(render_summary(result))
+    click.echo(summary_text(report_data(result)))
     write_findings(report_dir / "conformance.json", doc)
     for path in [*paths, doc]:
         click.echo(f"wrote {path}")

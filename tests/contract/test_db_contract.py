@@ -31,8 +31,11 @@ def indexes(conn: sqlite3.Connection) -> dict[str, dict]:
 
 def unique_columns(conn: sqlite3.Connection) -> list[list[str]]:
     """Columns covered by a unique index, automatic ones (UNIQUE constraints) included."""
-    return [[row[2] for row in conn.execute(f'PRAGMA index_info("{name}")')]
-            for _, name, unique, *_ in conn.execute("PRAGMA index_list(chat_sessions)") if unique]
+    return [
+        [row[2] for row in conn.execute(f'PRAGMA index_info("{name}")')]
+        for _, name, unique, *_ in conn.execute("PRAGMA index_list(chat_sessions)")
+        if unique
+    ]
 
 
 def test_schema_sql_matches_the_contract():

@@ -22,7 +22,7 @@ def mutant_target(name: str) -> Target:
     data["name"] = f"mutant-{name}"
     command = data["start"]["command"]
     at = command.index("reference_server")
-    data["start"]["command"] = [*command[:at], "tests.quality.mutant_server", name, *command[at + 1:]]
+    data["start"]["command"] = [*command[:at], "tests.quality.mutant_server", name, *command[at + 1 :]]
     data["start"]["env"] = {"PYTHONPATH": "{repo}"}
     return parse_target(data, path=base.path)
 

@@ -29,8 +29,12 @@ def test_each_mutant_fails_exactly_what_it_breaks(name):
     result = mutant_runs()[name]
     assert result.harness_error is None, result.harness_error
     failing = not_passing(result)
-    details = {rid: [f.message[:300] for f in v.findings if f.outcome != "passed"][:2]
-               for v in result.verdicts for rid in [v.id] if rid in failing}
+    details = {
+        rid: [f.message[:300] for f in v.findings if f.outcome != "passed"][:2]
+        for v in result.verdicts
+        for rid in [v.id]
+        if rid in failing
+    }
     assert mutant.targets <= set(failing), f"{name}: targets not failing; failing: {details}"
     assert set(failing) == mutant.targets | mutant.consequences, f"{name}: {details}"
     for rid in mutant.targets:

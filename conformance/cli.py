@@ -1,0 +1,284 @@
+"""`copilot-conformance`: run the conformance suite against an implementation of the GNS3 Copilot Chat API.
+
+    copilot-conformance run [--target NAME|FILE] [--report-dir reports/] [--jobs N] [--only PREFIX ...] [--quiet]
+    copilot-conformance targets         the built-in targets
+    copilot-conformance requirements    the requirement registry
+
+`python -m conformance` is `copilot-conformance run`. Exit status of `run`: 0 when the target conforms (no
+requirement FAIL, STALE, NOT TESTABLE or ERROR), 1 when it does not (or the contract in spec/ has problems), 2
+for a bad target file or bad arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import spec
+
+from .target import BUILTIN_TARGETS, Target, TargetError, load_target
+
+EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _stdout() -> Console:
+    """The console of the results: wide enough for the tables when the output is a file or a pipe."""
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 140)
+    return console
+
+
+# --- running (shared with the pytest plugin) ------------------------------------------------------------------
+
+
+def selected_checks(only: list[str] | None) -> list[str]:
+    """The ids of the checks a run with `only` (check id prefixes) runs, as the engine selects them."""
+    from .checks import load_all
+
+    return sorted(c for c in load_all() if not only or any(c.startswith(prefix) for prefix in only))
+
+
+def execute(
+    target: Target,
+    *,
+    jobs: int = 8,
+    only: list[str] | None = None,
+    on_check_done: Callable[[Any, int, int], None] | None = None,
+) -> Any:
+    """engine.run, with any exception the engine lets through turned into a run whose every requirement is an
+    ERROR (so that the reports are still written and say what went wrong)."""
+    from . import engine
+    from .findings import HARNESS_ERROR, Finding, judge, run_passes
+
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = time.monotonic()
+    try:
+        return asyncio.run(engine.run(target, jobs=jobs, only=only or None, on_check_done=on_check_done))
+    except Exception as exc:  # a suite bug, or a target broken in a way the engine does not catch
+        message = f"harness error: {type(exc).__name__}: {exc}"
+        details = message + "\n" + "".join(traceback.format_exception(exc)[-4:])
+        verdicts = [
+            judge(
+                record,
+                [Finding(record["id"], HARNESS_ERROR, message, "setup")],
+                capabilities=target.capabilities,
+                known_failures={},
+                accepted_not_testable={},
+            )
+            for record in spec.load_requirements()["requirements"]
+        ]
+        result = engine.RunResult(target, "", verdicts, [], time.monotonic() - started, started_at, details)
+        result.passed = run_passes(verdicts, {})
+        return result
+
+
+class _ProgressReporter:
+    """Progress on stderr: a live bar on a terminal, one line per finished check otherwise (CI logs)."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total = total
+        self.console = Console(stderr=True, highlight=False)
+        self.enabled = enabled
+        self.live = enabled and self.console.is_terminal
+        self.progress: Progress | None = None
+        self.task = None
+
+    def __enter__(self) -> _ProgressReporter:
+        if self.live:
+            self.progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("starting the fake LLM and the target...", total=self.total)
+        elif self.enabled:
+            self.console.print(f"running {self.total} checks (starting the fake LLM and the target first)")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def __call__(self, check_run: Any, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        problems = sum(1 for f in check_run.findings if f.outcome != "passed")
+        flag = f", {problems} not passing" if problems else ""
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, total=total, description=f"{check_run.id}{flag}")
+        else:
+            width = len(str(total))
+            self.console.print(f"[{done:>{width}}/{total}] {check_run.id} ({check_run.duration:.1f} s{flag})")
+
+
+# --- commands -----------------------------------------------------------------------------------------------------
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="`python -m conformance [OPTIONS]` is `copilot-conformance run [OPTIONS]`.",
+)
+@click.version_option(spec.contract_version(), message="%(prog)s, contract %(version)s")
+def cli() -> None:
+    """The conformance suite of the GNS3 Copilot Chat API: tells an implementation which requirements of the
+    contract (spec/requirements.yaml) it meets, with evidence for each one it does not."""
+
+
+@cli.command()
+@click.option(
+    "--target",
+    "target_name",
+    metavar="NAME|FILE",
+    default=None,
+    help="A target file (YAML, see conformance/target.schema.json) or the name of a built-in target "
+    "(`copilot-conformance targets`). Default: the built-in reference server.",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("reports"),
+    show_default=True,
+    help="Where conformance.json, junit.xml, report.html and summary.txt are written (created if needed; files "
+    "of an earlier run are replaced).",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=8, show_default=True, help="Checks run at the same time."
+)
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="CHECK-PREFIX",
+    help="Run only the checks whose id starts with this prefix (repeatable), e.g. --only stream. --only titles.once. "
+    "Requirements of other checks are reported NOT RUN.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress; print only the result, the wall time and the reports.")
+@click.option("--skip-contract-check", is_flag=True, help="Do not validate spec/ before the run.")
+def run(
+    target_name: str | None, report_dir: Path, jobs: int, only: tuple[str, ...], quiet: bool, skip_contract_check: bool
+) -> None:
+    """Run the suite against a target and write the reports.
+
+    The suite starts its fake LLM (and the target, when the target file says how), provisions users and projects,
+    runs every check concurrently and judges every requirement: PASS; FAIL (a MUST or a declared capability);
+    WARN (a SHOULD); XFAIL (a failure the target's baseline lists); STALE (listed but no longer failing); NOT
+    TESTABLE (the target could not be made to exercise it: fails the run); N/A; EXCLUDED; ERROR (the suite's fault).
+
+    Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file or bad arguments.
+    """
+    from .reports import report_data, report_paths, write_reports
+    from .reports.console import print_summary
+
+    out = _stdout()
+    try:
+        target = load_target(target_name)
+    except TargetError as exc:
+        click.echo(f"copilot-conformance: bad target: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    chosen = selected_checks(list(only))
+    if only and not chosen:
+        click.echo(f"copilot-conformance: --only {' '.join(only)} selects no check", err=True)
+        sys.exit(EXIT_USAGE)
+
+    if not skip_contract_check:
+        from .contract_check import contract_problems
+
+        checked, problems = contract_problems()
+        if problems:
+            out.print(f"[bold red]the contract in spec/ ({spec.contract_version()}) has problems:[/]")
+            for problem in problems:
+                out.print(f"  PROBLEM: {problem}", markup=False)
+            out.print("no implementation was tested: fix spec/ first")
+            sys.exit(EXIT_FAILED)
+        if not quiet:
+            out.print(f"GNS3 Copilot Chat API contract {spec.contract_version()}", markup=False)
+            for line in checked:
+                out.print(f"  checked: {line}", markup=False)
+
+    with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
+        result = execute(target, jobs=jobs, only=list(only) or None, on_check_done=progress)
+
+    files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
+    data = report_data(result, files)
+    try:
+        write_reports(result, report_dir, data=data)
+    except OSError as exc:
+        click.echo(f"copilot-conformance: cannot write the reports to {report_dir}: {exc}", err=True)
+        files = {}
+    print_summary(data, files, console=out, brief=quiet)
+    sys.exit(EXIT_PASSED if result.passed else EXIT_FAILED)
+
+
+@cli.command()
+def targets() -> None:
+    """List the built-in targets (use the name with `run --target`)."""
+    table = Table(box=None, header_style="bold")
+    for column in ("name", "target", "reached by", "capabilities"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("description", overflow="fold")
+    for path in sorted(BUILTIN_TARGETS.glob("*.yaml")):
+        try:
+            target = load_target(str(path))
+        except TargetError as exc:
+            table.add_row(path.stem, "(invalid)", "", "", str(exc))
+            continue
+        how = "started by the suite" if "start" in target.data else target.data.get("base_url", "")
+        capabilities = ", ".join(sorted(target.capabilities)) or "-"
+        table.add_row(path.stem, target.name, how, capabilities, target.data.get("description", ""))
+    _stdout().print(table)
+
+
+@cli.command()
+@click.option("--section", help="Only the requirements of this section (case-insensitive).")
+@click.option("--level", type=click.Choice(["MUST", "SHOULD", "MAY"]), help="Only the requirements of this level.")
+@click.option("--text/--no-text", "show_text", default=False, help="Show each requirement's text.")
+def requirements(section: str | None, level: str | None, show_text: bool) -> None:
+    """The requirement registry (spec/requirements.yaml): id, level, section, capability, and the checks that
+    verify each requirement (a check not written yet is marked `missing`)."""
+    from .checks import load_all
+
+    existing = set(load_all())
+    table = Table(box=None, header_style="bold", title=f"contract {spec.contract_version()}", title_justify="left")
+    for column in ("id", "level", "section", "capability"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("checks", overflow="fold")
+    if show_text:
+        table.add_column("text", overflow="fold")
+    shown = 0
+    for record in spec.load_requirements()["requirements"]:
+        if section and record["section"].lower() != section.lower():
+            continue
+        if level and record["level"] != level:
+            continue
+        shown += 1
+        if "excluded" in record:
+            checks = f"excluded: {record['excluded']}"
+        else:
+            checks = ", ".join(c if c in existing else f"{c} (missing)" for c in record.get("checks", []))
+        row = [record["id"], record["level"], record["section"], record.get("capability") or "", checks]
+        table.add_row(*row, *([record["text"]] if show_text else []))
+    _stdout().print(table)
+    click.echo(f"{shown} requirements")
+
+
+def main(argv: list[str] | None = None, prog_name: str = "copilot-conformance") -> None:
+    cli.main(args=argv, prog_name=prog_name)
+
+
+if __name__ == "__main__":
+    main()

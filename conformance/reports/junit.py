@@ -1,0 +1,101 @@
+"""junit.xml: one testcase per requirement (classname = its section), for CI dashboards.
+
+FAIL, STALE and NOT TESTABLE are failures and ERROR is an error (a NOT TESTABLE the target's baseline accepts is
+skipped); WARN and XFAIL pass with their message in system-out; N/A, EXCLUDED and NOT RUN are skipped."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from ..findings import ERROR, FAIL, NOT_TESTABLE, PASSED, STALE, WARN, XFAIL
+
+# Characters XML 1.0 cannot hold (control characters in a response body would make the file unreadable).
+_INVALID_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _clean(text: Any) -> str:
+    return _INVALID_XML.sub("\ufffd", "" if text is None else str(text))
+
+
+def _details(entry: dict[str, Any]) -> str:
+    lines = [f"{entry['id']} ({entry['level']}, {entry['section']}): {entry['text']}", f"verdict: {entry['verdict']}"]
+    if entry["note"]:
+        lines.append(f"note: {entry['note']}")
+    for finding in entry["findings"]:
+        if finding["outcome"] == PASSED:
+            continue
+        lines += ["", f"[{finding['check']}] {finding['outcome']}: {finding['message']}"]
+        for evidence in finding["evidence"]:
+            response = evidence.get("response") or {}
+            request = evidence.get("request") or {}
+            got = response.get("status") if response.get("status") is not None else response.get("error")
+            lines.append(f"  {request.get('method')} {request.get('url')} -> {got}")
+            if response.get("body"):
+                lines.append("  response body: " + str(response["body"])[:1000])
+            elif response.get("events"):
+                lines.append("  response events: " + json.dumps(response["events"], ensure_ascii=False)[:1000])
+            if evidence.get("reproduction"):
+                lines.append(f"  reproduce: {evidence['reproduction']}")
+    return "\n".join(lines)
+
+
+def _duration(entry: dict[str, Any], durations: dict[str, float]) -> float:
+    return max((durations.get(check, 0.0) for check in entry["checks"]), default=0.0)
+
+
+def render(data: dict[str, Any]) -> bytes:
+    durations = {c["id"]: c["duration_seconds"] for c in data["checks"]}
+    suites = ET.Element("testsuites", name="copilot-conformance")
+    suite = ET.SubElement(suites, "testsuite", name=f"copilot-conformance {data['target']['name']}")
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("target", data["target"]["name"]),
+        ("target_file", data["target"]["file"] or ""),
+        ("base_url", data["base_url"] or ""),
+        ("contract_version", data["contract_version"]),
+        ("passed", str(data["passed"]).lower()),
+        ("harness_error", data["harness_error"] or ""),
+    ):
+        ET.SubElement(properties, "property", name=name, value=_clean(value))
+    tallies = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for entry in data["requirements"]:
+        tallies["tests"] += 1
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            name=entry["id"],
+            classname=_clean(entry["section"]),
+            time=f"{_duration(entry, durations):.3f}",
+        )
+        verdict, message = entry["verdict"], _clean(f"{entry['verdict']} ({entry['level']}): {entry['message']}")
+        if verdict == ERROR:
+            tallies["errors"] += 1
+            ET.SubElement(case, "error", message=message, type=verdict).text = _clean(_details(entry))
+        elif verdict == NOT_TESTABLE and not entry["failing"]:
+            tallies["skipped"] += 1
+            ET.SubElement(case, "skipped", message=_clean(f"NOT TESTABLE, accepted by the baseline: {entry['note']}"))
+        elif verdict in (FAIL, STALE, NOT_TESTABLE):
+            tallies["failures"] += 1
+            ET.SubElement(case, "failure", message=message, type=verdict).text = _clean(_details(entry))
+        elif verdict in (WARN, XFAIL):
+            ET.SubElement(case, "system-out").text = _clean(message + "\n\n" + _details(entry))
+        elif verdict != "PASS":  # N/A, EXCLUDED, NOT RUN
+            tallies["skipped"] += 1
+            ET.SubElement(case, "skipped", message=_clean(f"{verdict}: {entry['note']}"))
+    suite.set("timestamp", _clean(data["started_at"]))
+    suite.set("time", f"{data['wall_time_seconds']:.3f}")
+    for key, value in tallies.items():
+        suite.set(key, str(value))
+        suites.set(key, str(value))
+    suites.set("time", f"{data['wall_time_seconds']:.3f}")
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def write(data: dict[str, Any], path: Path) -> Path:
+    path.write_bytes(render(data))
+    return path

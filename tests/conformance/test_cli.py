@@ -1,0 +1,249 @@
+"""The entry points: `copilot-conformance` (click), `python -m conformance`, and the pytest plugin
+(`pytest --pyargs conformance`). The last test runs the whole suite against the reference server, twice over
+(CLI and pytest plugin), as subprocesses: it takes some 30 s and is part of the normal test run on purpose."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import spec
+from conformance.__main__ import arguments
+from conformance.cli import cli, selected_checks
+from conformance.pytest_plugin import REQUIREMENT_TESTS
+
+from .test_target_file import minimal
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = [r["id"] for r in spec.load_requirements()["requirements"]]
+REPORTS = ["conformance.json", "junit.xml", "report.html", "summary.txt"]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), prog_name="copilot-conformance")
+
+
+def script() -> list[str]:
+    found = Path(sys.executable).parent / "copilot-conformance"
+    if found.exists():
+        return [str(found)]
+    which = shutil.which("copilot-conformance")
+    return [which] if which else [sys.executable, "-m", "conformance"]
+
+
+def test_run_help_names_every_option():
+    result = invoke("run", "--help")
+    assert result.exit_code == 0
+    for option in ("--target", "--report-dir", "--jobs", "--only", "--quiet"):
+        assert option in result.output
+    assert "Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target" in " ".join(
+        result.output.split()
+    )
+
+
+def test_a_bad_target_file_exits_2_with_its_message_and_no_traceback(tmp_path):
+    data = minimal()
+    data["colour"] = "blue"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = invoke("run", "--target", str(path), "--report-dir", str(tmp_path / "reports"))
+    assert result.exit_code == 2
+    assert f"copilot-conformance: bad target: {path.resolve()} is not a valid target file" in result.output
+    assert "'colour'" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "reports").exists()
+
+
+def test_an_unknown_target_name_exits_2():
+    result = invoke("run", "--target", "no-such-target")
+    assert result.exit_code == 2
+    assert "no built-in target of that name" in result.output and "Traceback" not in result.output
+
+
+def test_only_that_selects_no_check_exits_2():
+    result = invoke("run", "--only", "no.such.check")
+    assert result.exit_code == 2
+    assert "--only no.such.check selects no check" in result.output
+
+
+def test_jobs_must_be_positive():
+    assert invoke("run", "--jobs", "0").exit_code == 2
+
+
+def test_selected_checks_by_prefix():
+    every = selected_checks(None)
+    assert "stream.framing" in every
+    assert selected_checks(["stream.framing"]) == ["stream.framing"]
+    assert set(selected_checks(["stream."])) == {c for c in every if c.startswith("stream.")}
+
+
+def test_targets_lists_the_built_in_targets():
+    result = invoke("targets")
+    assert result.exit_code == 0
+    assert "reference" in result.output and "reference-server" in result.output
+
+
+def test_requirements_lists_the_registry():
+    result = invoke("requirements")
+    assert result.exit_code == 0
+    for rid in IDS:
+        assert rid in result.output
+    assert f"{len(IDS)} requirements" in result.output
+    framing = invoke("requirements", "--section", "framing", "--level", "SHOULD")
+    assert "FRAME-004" in framing.output and "FRAME-001" not in framing.output
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ["run"]),
+        (["--target", "x.yaml"], ["run", "--target", "x.yaml"]),
+        (["targets"], ["targets"]),
+        (["run", "-q"], ["run", "-q"]),
+        (["--help"], ["--help"]),
+    ],
+)
+def test_python_m_conformance_is_run(argv, expected):
+    assert arguments(argv) == expected
+
+
+def test_python_m_conformance_reports_a_bad_target():
+    completed = subprocess.run(
+        [sys.executable, "-m", "conformance", "--target", "no-such-target"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 2
+    assert "bad target" in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_our_own_pytest_does_not_collect_the_requirement_tests():
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests/conformance/test_cli.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "test_requirements.py" not in completed.stdout
+    configured = (ROOT / "pyproject.toml").read_text()
+    assert 'testpaths = ["tests"]' in configured
+    assert REQUIREMENT_TESTS.parent.name == "conformance" and not str(REQUIREMENT_TESTS).startswith(str(ROOT / "tests"))
+
+
+def test_the_plugin_reports_a_bad_target_as_a_usage_error():
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", "no-such-target", "-q"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 4  # pytest's usage error
+    assert "bad target: no target file 'no-such-target'" in completed.stdout + completed.stderr
+
+
+def check_reports(directory: Path) -> dict:
+    assert sorted(p.name for p in directory.iterdir()) == sorted(REPORTS)
+    data = json.loads((directory / "conformance.json").read_text())
+    assert [r["id"] for r in data["requirements"]] == IDS
+    cases = ET.parse(directory / "junit.xml").getroot().find("testsuite").findall("testcase")
+    assert [c.get("name") for c in cases] == IDS
+    return data
+
+
+def test_end_to_end_against_the_reference_server(tmp_path):
+    """The whole suite through the console script, then a part of it through the pytest plugin."""
+    cli_reports = tmp_path / "cli"
+    completed = subprocess.run(
+        [*script(), "run", "--report-dir", str(cli_reports)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = completed.stdout
+    data = check_reports(cli_reports)
+    failing = {r["id"]: (r["verdict"], r["message"][:200]) for r in data["requirements"] if r["failing"]}
+    assert "run took " in output and " s\n" in output
+    assert "reference-server" in output and data["base_url"] in output
+    for name in REPORTS:
+        assert str(cli_reports / name) in output
+    assert completed.returncode == 0, f"not passing: {failing}\n{completed.stderr[-2000:]}"
+    assert data["passed"] is True and "RESULT: PASSED" in output
+
+    plugin_reports = tmp_path / "plugin"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "conformance",
+            "--target",
+            "reference",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--only",
+            "stream.framing",
+            "--report-dir",
+            str(plugin_reports),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    data = check_reports(plugin_reports)
+    framing = [r for r in data["requirements"] if "stream.framing" in r["checks"]]
+    assert framing and all(r["verdict"] == "PASS" for r in framing)
+    passed = len(framing)
+    skipped = len(IDS) - passed
+    assert f"{passed} passed, {skipped} skipped" in completed.stdout
+    assert "copilot-conformance" in completed.stdout and "run took" in completed.stdout
+
+
+def test_a_target_that_does_not_start_is_a_harness_error_with_reports(tmp_path):
+    data = minimal()
+    del data["base_url"]
+    data["start"] = {
+        "command": ["{python}", "-c", "import sys; print('boom: cannot start'); sys.exit(3)"],
+        "timeout_seconds": 10,
+    }
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = invoke("run", "--target", str(path), "--report-dir", str(tmp_path / "reports"), "--quiet")
+    assert result.exit_code == 1
+    assert "HARNESS ERROR: the target exited with 3 before it was ready" in result.output
+    assert "boom: cannot start" in result.output and "run took" in result.output
+    report = check_reports(tmp_path / "reports")
+    assert report["passed"] is False and report["harness_error"]
+    assert {r["verdict"] for r in report["requirements"]} <= {"ERROR", "N/A", "EXCLUDED"}
+
+
+def test_an_exception_the_engine_lets_through_becomes_error_verdicts(monkeypatch):
+    import conformance.engine
+    from conformance.cli import execute
+    from conformance.target import parse_target
+
+    async def broken_prepare(*args, **kwargs):  # a bug of the suite's own, during provisioning
+        raise KeyError("tokens")
+
+    monkeypatch.setattr(conformance.engine, "prepare", broken_prepare)
+    result = execute(parse_target(minimal()), only=["stream.framing"])
+    assert result.passed is False
+    assert result.harness_error.startswith("harness error: KeyError")
+    assert {v.verdict for v in result.verdicts} <= {"ERROR", "N/A", "EXCLUDED"}
+    assert len(result.verdicts) == len(IDS)

@@ -1,0 +1,215 @@
+"""The target file is validated up front, and every problem is reported with where and why."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conformance.target import BUILTIN_TARGETS, TargetError, load_baseline, load_target, parse_target
+
+
+def minimal() -> dict:
+    return {
+        "name": "my-server",
+        "base_url": "http://127.0.0.1:3080",
+        "chat_prefix": "/v3/projects/{project_id}/chat",
+        "auth": {"mode": "tokens", "tokens": {"main": "t-main", "other": "t-other"}},
+        "projects": {"mode": "fixed", "opened": "p1", "closed": "p2"},
+        "llm": {"mode": "preconfigured"},
+        "declarations": {
+            "heartbeat_interval": 1,
+            "title_counts_in_stats": True,
+            "capabilities": [],
+            "tools": {"single": {"name": "get_topology", "arguments": {}}},
+        },
+    }
+
+
+def problem(data, path: Path | None = None) -> str:
+    with pytest.raises(TargetError) as raised:
+        parse_target(data, path=path)
+    return str(raised.value)
+
+
+def test_a_minimal_target_is_valid():
+    target = parse_target(minimal())
+    assert target.name == "my-server"
+    assert target.capabilities == set()
+    assert target.baseline.known_failures == {} and target.baseline.not_testable == {}
+
+
+@pytest.mark.parametrize("path", sorted(BUILTIN_TARGETS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_built_in_target_is_valid(path):
+    assert load_target(path.stem).path == path.resolve()
+
+
+def test_the_default_target_is_the_reference_server():
+    target = load_target(None)
+    assert target.name == "reference-server"
+    assert target.capabilities == {"abort", "temperature_override", "db_access"}
+
+
+def test_an_unknown_key_is_named():
+    data = minimal()
+    data["colour"] = "blue"
+    message = problem(data, Path("/x/my.yaml"))
+    assert "/x/my.yaml is not a valid target file" in message
+    assert "'colour'" in message and "not allowed" in message
+
+
+def test_an_unknown_declaration_is_named_with_its_place():
+    data = minimal()
+    data["declarations"]["streaming"] = True
+    message = problem(data)
+    assert "declarations: " in message and "'streaming'" in message
+
+
+def test_missing_declarations():
+    data = minimal()
+    del data["declarations"]
+    assert "'declarations' is a required property" in problem(data)
+
+
+def test_a_missing_declaration_is_named():
+    data = minimal()
+    del data["declarations"]["heartbeat_interval"]
+    message = problem(data)
+    assert "declarations: 'heartbeat_interval' is a required property" in message
+
+
+@pytest.mark.parametrize("prefix", ["/v3/chat", "v3/projects/{project_id}/chat", "/v3/projects/{project_id}/chat/"])
+def test_a_bad_chat_prefix(prefix):
+    data = minimal()
+    data["chat_prefix"] = prefix
+    message = problem(data)
+    assert message.splitlines()[1].startswith("  - chat_prefix: ")
+    assert repr(prefix) in message
+
+
+def test_an_unknown_capability():
+    data = minimal()
+    data["declarations"]["capabilities"] = ["abort", "teleport"]
+    message = problem(data)
+    assert "declarations/capabilities/1" in message and "'teleport'" in message
+
+
+def test_both_base_url_and_start():
+    data = minimal()
+    data["start"] = {"command": ["my-server"]}
+    assert "give exactly one of `base_url` (a running server) and `start` (a command)" in problem(data)
+
+
+def test_neither_base_url_nor_start():
+    data = minimal()
+    del data["base_url"]
+    assert "give exactly one of `base_url`" in problem(data)
+
+
+def test_a_base_url_that_is_not_http():
+    data = minimal()
+    data["base_url"] = "127.0.0.1:3080"
+    assert "base_url: '127.0.0.1:3080' does not match" in problem(data)
+
+
+def test_db_access_without_a_database():
+    data = minimal()
+    data["declarations"]["capabilities"] = ["db_access"]
+    assert "capability db_access needs declarations.database.project_dir" in problem(data)
+    data["declarations"]["database"] = {"project_dir": "/srv/projects/{project_id}"}
+    assert parse_target(data).capabilities == {"db_access"}
+
+
+def test_every_problem_is_listed_at_once():
+    data = minimal()
+    data["colour"] = "blue"
+    data["chat_prefix"] = "/nope"
+    message = problem(data)
+    assert "colour" in message and "chat_prefix" in message
+    assert len([line for line in message.splitlines() if line.startswith("  - ")]) == 2
+
+
+def test_auth_with_a_mode_and_the_wrong_fields():
+    data = minimal()
+    data["auth"] = {"mode": "tokens", "tokens": {"main": "a"}}
+    assert "auth" in problem(data)
+
+
+def test_a_baseline_is_read_relative_to_the_target_file(tmp_path):
+    (tmp_path / "baseline.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "target": "my-server",
+                "known_failures": {"FRAME-004": "no cache-control header yet"},
+                "not_testable": {"DB-001": "the database is remote"},
+            }
+        )
+    )
+    data = minimal()
+    data["baseline"] = "baseline.yaml"
+    target = parse_target(data, path=tmp_path / "my.yaml")
+    assert target.baseline.known_failures == {"FRAME-004": "no cache-control header yet"}
+    assert target.baseline.not_testable == {"DB-001": "the database is remote"}
+    assert target.baseline.source == str(tmp_path / "baseline.yaml")
+
+
+def test_a_missing_baseline_file(tmp_path):
+    data = minimal()
+    data["baseline"] = "missing.yaml"
+    message = problem(data, tmp_path / "my.yaml")
+    assert message.startswith(f"baseline {tmp_path / 'missing.yaml'}: ")
+    assert "No such file" in message
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("known_failures: [FRAME-004]\n", "`known_failures` maps requirement ids to a one-line reason each"),
+        ("known_failures:\n  FRAME-004:\n", "`known_failures` maps requirement ids to a one-line reason each"),
+        ("not_testable:\n  DB-001: ''\n", "`not_testable` maps requirement ids to a one-line reason each"),
+        ("known_failure:\n  FRAME-004: typo in the key\n", "expected the keys target, known_failures, not_testable"),
+        ("- FRAME-004\n", "expected the keys target, known_failures, not_testable"),
+        ("known_failures: {FRAME-004: [unclosed\n", "baseline "),
+    ],
+)
+def test_baseline_problems(tmp_path, content, expected):
+    path = tmp_path / "baseline.yaml"
+    path.write_text(content)
+    with pytest.raises(TargetError) as raised:
+        load_baseline(path)
+    assert expected in str(raised.value)
+    assert str(path) in str(raised.value)
+
+
+def test_an_unknown_target_name_lists_the_built_in_ones():
+    with pytest.raises(TargetError) as raised:
+        load_target("no-such-target")
+    message = str(raised.value)
+    assert "no target file 'no-such-target' and no built-in target of that name" in message
+    assert "'reference'" in message
+
+
+def test_a_target_file_that_is_not_yaml(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(TargetError) as raised:
+        load_target(str(path))
+    assert str(path) in str(raised.value)
+
+
+def test_a_target_file_that_is_not_a_mapping(tmp_path):
+    path = tmp_path / "list.yaml"
+    path.write_text("- a\n- b\n")
+    with pytest.raises(TargetError) as raised:
+        load_target(str(path))
+    assert "is not a valid target file" in str(raised.value)
+
+
+def test_a_target_file_loaded_by_path(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(minimal()))
+    target = load_target(str(path))
+    assert target.name == "my-server" and target.path == path.resolve()
+    assert target.data == parse_target(copy.deepcopy(minimal())).data

@@ -1,0 +1,285 @@
+"""How findings become verdicts (conformance/findings.py), and verdicts a run's result; and how the engine turns
+what a check does (judges, stops, gives up, crashes) into findings."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import spec
+from conformance.checks import CheckSpec
+from conformance.context import NotTestable
+from conformance.engine import run_check
+from conformance.findings import (
+    ERROR,
+    EXCLUDED,
+    FAIL,
+    FAILED,
+    HARNESS_ERROR,
+    NOT_APPLICABLE,
+    NOT_TESTABLE,
+    PASS,
+    PASSED,
+    STALE,
+    UNTESTABLE,
+    WARN,
+    XFAIL,
+    Finding,
+    judge,
+    run_passes,
+)
+
+NOT_TESTABLE_OUTCOME = UNTESTABLE  # what a check records; NOT_TESTABLE is the verdict
+
+
+def record(level="MUST", capability=None, rid="X-001", **extra):
+    data = {"id": rid, "level": level, "section": "Test", "text": "a rule", "checks": ["x.check"], **extra}
+    if capability:
+        data["capability"] = capability
+    return data
+
+
+def found(outcome, rid="X-001", message=None):
+    return Finding(rid, outcome, message or f"{outcome} message", "x.check")
+
+
+def verdict_of(rec, findings, *, capabilities=(), known_failures=None, not_testable=None):
+    return judge(
+        rec,
+        findings,
+        capabilities=set(capabilities),
+        known_failures=known_failures or {},
+        accepted_not_testable=not_testable or {},
+    )
+
+
+def passes(verdict, not_testable=None):
+    return run_passes([verdict], not_testable or {})
+
+
+def test_the_verdict_names_are_the_documented_ones():
+    assert (PASS, FAIL, WARN, XFAIL, STALE, NOT_TESTABLE, NOT_APPLICABLE, EXCLUDED, ERROR) == (
+        "PASS",
+        "FAIL",
+        "WARN",
+        "XFAIL",
+        "STALE",
+        "NOT TESTABLE",
+        "N/A",
+        "EXCLUDED",
+        "ERROR",
+    )
+
+
+def test_all_passed_is_pass():
+    verdict = verdict_of(record(), [found(PASSED), found(PASSED)])
+    assert verdict.verdict == PASS and passes(verdict)
+
+
+def test_a_failing_must_fails_the_run():
+    verdict = verdict_of(record("MUST"), [found(PASSED), found(FAILED, message="sent X, got Y, expected Z")])
+    assert verdict.verdict == FAIL
+    assert not passes(verdict)
+    assert [f.message for f in verdict.findings if f.outcome == FAILED] == ["sent X, got Y, expected Z"]
+
+
+def test_a_failing_should_warns_and_the_run_passes():
+    verdict = verdict_of(record("SHOULD"), [found(FAILED)])
+    assert verdict.verdict == WARN
+    assert passes(verdict)
+
+
+def test_a_may_without_capability_is_not_applicable_whatever_the_findings():
+    for findings in ([], [found(FAILED)], [found(PASSED)]):
+        verdict = verdict_of(record("MAY"), findings)
+        assert verdict.verdict == NOT_APPLICABLE
+        assert verdict.note == "MAY without a capability: nothing to require"
+        assert passes(verdict)
+
+
+def test_an_undeclared_capability_is_not_applicable():
+    verdict = verdict_of(record("MUST", capability="abort"), [found(FAILED)], capabilities=["db_access"])
+    assert verdict.verdict == NOT_APPLICABLE
+    assert verdict.note == "capability `abort` not declared"
+    assert passes(verdict)
+
+
+@pytest.mark.parametrize("level", ["MAY", "MUST"])
+def test_a_declared_capability_that_fails_fails_the_run(level):
+    verdict = verdict_of(record(level, capability="abort"), [found(FAILED)], capabilities=["abort"])
+    assert verdict.verdict == FAIL
+    assert not passes(verdict)
+
+
+def test_a_declared_capability_that_passes():
+    verdict = verdict_of(record("MAY", capability="abort"), [found(PASSED)], capabilities=["abort"])
+    assert verdict.verdict == PASS
+
+
+def test_the_real_abort_requirement_is_a_may_of_the_abort_capability():
+    abort = next(r for r in spec.load_requirements()["requirements"] if r["id"] == "ABORT-001")
+    assert verdict_of(abort, [found(FAILED, "ABORT-001")], capabilities=["abort"]).verdict == FAIL
+    assert verdict_of(abort, [found(FAILED, "ABORT-001")]).verdict == NOT_APPLICABLE
+
+
+def test_not_testable_is_red_and_fails_the_run():
+    verdict = verdict_of(record(), [found(PASSED), found(NOT_TESTABLE_OUTCOME)])
+    assert verdict.verdict == NOT_TESTABLE
+    assert not passes(verdict)
+
+
+def test_no_finding_at_all_is_not_testable():
+    verdict = verdict_of(record(), [])
+    assert verdict.verdict == NOT_TESTABLE
+    assert not passes(verdict)
+
+
+def test_a_should_not_testable_still_fails_the_run():
+    assert not passes(verdict_of(record("SHOULD"), [found(NOT_TESTABLE_OUTCOME)]))
+
+
+def test_not_testable_accepted_by_the_baseline_passes_the_run_but_stays_not_testable():
+    accepted = {"X-001": "the database is remote"}
+    verdict = verdict_of(record(), [found(NOT_TESTABLE_OUTCOME)], not_testable=accepted)
+    assert verdict.verdict == NOT_TESTABLE and verdict.note == "the database is remote"
+    assert passes(verdict, accepted)
+    assert not passes(verdict)  # only the baseline makes it acceptable
+
+
+def test_accepted_not_testable_but_testable_now_is_stale():
+    accepted = {"X-001": "the database is remote"}
+    verdict = verdict_of(record(), [found(PASSED)], not_testable=accepted)
+    assert verdict.verdict == STALE
+    assert "baseline says not testable (the database is remote), but it is passed" == verdict.note
+    assert not passes(verdict, accepted)
+
+
+def test_a_listed_failure_is_xfail_and_the_run_passes():
+    known = {"X-001": "issue #12"}
+    verdict = verdict_of(record(), [found(FAILED)], known_failures=known)
+    assert verdict.verdict == XFAIL and verdict.note == "issue #12"
+    assert passes(verdict)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "described"),
+    [(PASSED, "passed"), (NOT_TESTABLE_OUTCOME, "not testable"), (HARNESS_ERROR, "harness error")],
+)
+def test_a_listed_failure_that_no_longer_fails_as_listed_is_stale(outcome, described):
+    verdict = verdict_of(record(), [found(outcome)], known_failures={"X-001": "issue #12"})
+    assert verdict.verdict == STALE
+    assert verdict.note.lower() == f"baseline lists it as failing (issue #12), but it is {described}"
+    assert not passes(verdict)
+
+
+def test_a_listed_should_failure_is_xfail_not_warn():
+    assert verdict_of(record("SHOULD"), [found(FAILED)], known_failures={"X-001": "r"}).verdict == XFAIL
+
+
+def test_a_harness_error_is_error_and_fails_the_run():
+    verdict = verdict_of(record(), [found(PASSED), found(HARNESS_ERROR)])
+    assert verdict.verdict == ERROR
+    assert not passes(verdict)
+
+
+def test_a_failure_outweighs_a_harness_error_and_not_testable():
+    verdict = verdict_of(record(), [found(HARNESS_ERROR), found(NOT_TESTABLE_OUTCOME), found(FAILED)])
+    assert verdict.verdict == FAIL
+
+
+def test_a_harness_error_outweighs_not_testable():
+    assert verdict_of(record(), [found(NOT_TESTABLE_OUTCOME), found(HARNESS_ERROR)]).verdict == ERROR
+
+
+def test_excluded_requirements_are_excluded_with_their_reason():
+    verdict = verdict_of(record(excluded="not observable"), [found(FAILED)])
+    assert verdict.verdict == EXCLUDED and verdict.note == "not observable"
+    assert passes(verdict)
+
+
+def test_one_failing_verdict_fails_the_whole_run():
+    good = verdict_of(record(rid="A-1"), [found(PASSED, "A-1")])
+    warn = verdict_of(record("SHOULD", rid="A-2"), [found(FAILED, "A-2")])
+    bad = verdict_of(record(rid="A-3"), [found(FAILED, "A-3")])
+    assert run_passes([good, warn], {})
+    assert not run_passes([good, warn, bad], {})
+
+
+# --- what the engine makes of a check's behaviour ------------------------------------------------------------
+
+
+def run_one(function, requirements=("A-1", "A-2")):
+    return asyncio.run(run_check(CheckSpec("x.check", function, tuple(requirements)), None))
+
+
+def outcomes(check_run):
+    return {f.requirement: (f.outcome, f.message) for f in check_run.findings}
+
+
+def test_a_check_that_judges_everything():
+    async def check(ctx):
+        ctx.passed("A-1")
+        ctx.expect("A-2", False, "got 500, expected 200")
+
+    result = run_one(check)
+    assert outcomes(result) == {"A-1": (PASSED, "ok"), "A-2": (FAILED, "got 500, expected 200")}
+    assert result.id == "x.check" and result.duration >= 0
+
+
+def test_a_requirement_the_check_forgot_is_a_harness_error():
+    async def check(ctx):
+        ctx.passed("A-1")
+
+    outcome, message = outcomes(run_one(check))["A-2"]
+    assert outcome == HARNESS_ERROR and message == "the check ended without judging this requirement"
+
+
+def test_a_blocked_check_fails_that_requirement_and_the_rest_is_not_reached():
+    async def check(ctx):
+        ctx.require(False, "A-1", "the session was not created")
+
+    found_ = outcomes(run_one(check))
+    assert found_["A-1"] == (FAILED, "the session was not created")
+    assert found_["A-2"][0] == NOT_TESTABLE_OUTCOME
+    assert found_["A-2"][1].startswith("not reached: the check stopped when A-1 failed")
+
+
+def test_not_testable_raised_makes_the_unjudged_requirements_not_testable():
+    async def check(ctx):
+        ctx.passed("A-1")
+        raise NotTestable("the target declares no slow tool")
+
+    assert outcomes(run_one(check)) == {
+        "A-1": (PASSED, "ok"),
+        "A-2": (NOT_TESTABLE_OUTCOME, "the target declares no slow tool"),
+    }
+
+
+def test_a_crashing_check_is_a_harness_error_of_what_it_did_not_judge():
+    async def check(ctx):
+        ctx.passed("A-1")
+        raise KeyError("oops")
+
+    found_ = outcomes(run_one(check))
+    assert found_["A-1"] == (PASSED, "ok")
+    assert found_["A-2"][0] == HARNESS_ERROR and "KeyError" in found_["A-2"][1]
+
+
+def test_what_ctx_not_testable_records_is_judged_not_testable():
+    async def check(ctx):
+        ctx.passed("A-1")
+        ctx.not_testable("A-2", "no second user")
+
+    findings = run_one(check).findings
+    verdict = verdict_of(record(rid="A-2"), [f for f in findings if f.requirement == "A-2"])
+    assert verdict.verdict == NOT_TESTABLE and not passes(verdict)
+
+
+def test_a_check_may_not_judge_a_requirement_it_does_not_list():
+    async def check(ctx):
+        ctx.passed("B-9")
+
+    found_ = outcomes(run_one(check))
+    assert {outcome for outcome, _ in found_.values()} == {HARNESS_ERROR}
+    assert "B-9" not in found_ and "does not list" in found_["A-1"][1]
