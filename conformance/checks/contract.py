@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import Counter
 from functools import cache
 from typing import Any
@@ -37,8 +38,21 @@ def _schema():
     return schemathesis.openapi.from_path(str(spec.OPENAPI_PATH))
 
 
+_GENERATION_LOCK = threading.Lock()
+
+
+@cache
 def _generate() -> list[tuple[str, Any]]:
-    """(mode, case) for every operation, positive then negative, in document order."""
+    """(mode, case) for every operation, positive then negative, in document order.
+
+    The cases depend only on the contract and the seed, so they are drawn once per process; the lock keeps two
+    runs in one process (the mutant tests run several) from driving Hypothesis from two threads at once, which
+    it does not support (it reports the interleaving as a FlakyFailure)."""
+    with _GENERATION_LOCK:
+        return _draw()
+
+
+def _draw() -> list[tuple[str, Any]]:
     from hypothesis import HealthCheck, Phase, given, seed, settings
     from schemathesis import GenerationMode
 

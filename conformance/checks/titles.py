@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from ..context import CheckContext
 from ..scenarios import QUOTED_TITLE_EXPECTED, TITLE
 from . import check
@@ -55,24 +57,41 @@ async def once(ctx: CheckContext) -> None:
     )
 
 
-@check("titles.sticky_after_rename")
+@check("titles.sticky_after_rename", slow=True)
 async def sticky(ctx: CheckContext) -> None:
-    session = ctx.session_id()
+    renamed_to = "Renamed by the conformance suite"
+    # 1. Renamed before any title: a later plain turn keeps it.
+    session = ctx.session_id("before")
     result = await ctx.stream({"message": ctx.message("cs-llm-error"), "session_id": session})
     ctx.require(result.status == 200, "TITLE-003", f"the turn answered {result.status}", result.exchange)
     renamed = await ctx.call(
-        "PATCH",
-        f"/sessions/{session}",
-        operation="renameSession",
-        json_body={"title": "Renamed by the conformance suite"},
+        "PATCH", f"/sessions/{session}", operation="renameSession", json_body={"title": renamed_to}
     )
     ctx.require_status(renamed, 200, "TITLE-003")
     ctx.require_stream(await ctx.stream({"message": ctx.message("cs-plain"), "session_id": session}), "TITLE-003")
     title = await _title(ctx, session)
     ctx.expect(
         "TITLE-003",
-        title == "Renamed by the conformance suite",
-        f"after a rename and a plain turn the title is {title!r} (generated: {TITLE!r})",
+        title == renamed_to,
+        f"renamed after a failed first turn, then a plain turn: the title is {title!r} (generated: {TITLE!r})",
+    )
+    # 2. Renamed while the first turn runs, before its title is generated: the rename still wins.
+    session = ctx.session_id("during")
+    turn = asyncio.create_task(ctx.stream({"message": ctx.message("cs-slow"), "session_id": session}))
+    listed = await ctx.wait_for(lambda: ctx.session(session), seconds=10, interval=0.1)
+    ctx.require(listed is not None, "TITLE-003", "the session of a running first turn was not listed within 10 s")
+    renamed = await ctx.call(
+        "PATCH", f"/sessions/{session}", operation="renameSession", json_body={"title": renamed_to}
+    )
+    result = await turn
+    ctx.require_status(renamed, 200, "TITLE-003")
+    ctx.require_stream(result, "TITLE-003")
+    title = await _title(ctx, session)
+    ctx.expect(
+        "TITLE-003",
+        title == renamed_to,
+        f"renamed while the first turn ran: after the turn the title is {title!r} (generated: {TITLE!r})",
+        renamed,
     )
 
 

@@ -54,12 +54,16 @@ def _transform_stream(change: Callable[[list[dict], dict], list[dict]]) -> None:
 # --- the stream ----------------------------------------------------------------------------------------------
 
 
-@mutant("missing-done", "the stream ends without a `done` event", {"STREAM-ORDER-003"})
+@mutant(
+    "missing-done", "the stream ends without a `done` event", {"STREAM-ORDER-003"}, {"ERRSTREAM-001", "ABORT-002"}
+)  # both say the stream ends with `done`
 def _missing_done() -> None:
     _transform_stream(lambda batch, _: [e for e in batch if e["type"] != "done"])
 
 
-@mutant("event-after-done", "a `heartbeat` follows the `done` event", {"STREAM-ORDER-003"})
+@mutant(
+    "event-after-done", "a `heartbeat` follows the `done` event", {"STREAM-ORDER-003"}, {"ERRSTREAM-001"}
+)  # after `error`, only `done` may follow
 def _event_after_done() -> None:
     def change(batch, _):
         out = []
@@ -90,7 +94,12 @@ def _arguments_fragments() -> None:
     _transform_stream(change)
 
 
-@mutant("tool-start-without-id", "`tool_start` has no `tool_call_id`", {"TOOLCALL-004", "EVENT-001"})
+@mutant(
+    "tool-start-without-id",
+    "`tool_start` has no `tool_call_id`",
+    {"TOOLCALL-004", "EVENT-001"},
+    {"TOOLCALL-005", "TOOLCALL-006"},
+)  # calls never started cannot end, nor be started and ended
 def _tool_start_without_id() -> None:
     def change(batch, _):
         for event in batch:
@@ -125,7 +134,7 @@ def _no_cache_control() -> None:
     "tokens-from-last-call",
     "token counts are the last generation's usage instead of the sum",
     {"STATS-003"},
-    {"STATS-005"},
+    {"STATS-005", "ABORT-004"},  # the statistics rules after cut-short turns
 )
 def _tokens_from_last_call() -> None:
     from reference_server.agent.stream_translator import TurnStatistics
@@ -142,7 +151,7 @@ def _tokens_from_last_call() -> None:
     "message-count-two-per-turn",
     "message_count grows by 2 per turn (user + one assistant message)",
     {"STATS-001"},
-    {"STATS-005"},
+    {"STATS-005", "ABORT-004"},  # the statistics rules after cut-short turns
 )
 def _message_count_two_per_turn() -> None:
     from dataclasses import replace
@@ -233,7 +242,12 @@ def _limit_zero_accepted() -> None:
     routes.history_limit = history_limit
 
 
-@mutant("unknown-session-history-200", "the history of an unknown or deleted session is an empty 200", {"SESSION-007"})
+@mutant(
+    "unknown-session-history-200",
+    "the history of an unknown or deleted session is an empty 200",
+    {"SESSION-007"},
+    {"CONTRACT-001"},  # renaming or pinning such a session then fails with a 500
+)
 def _unknown_history_200() -> None:
     import reference_server.chat.routes as routes
     from generated.api.chat_session import ChatSession
