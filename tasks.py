@@ -4,6 +4,7 @@
     python3 tasks.py conformance   main job: the conformance suite against the built-in reference server
     python3 tasks.py test          the project's tests (what .ci/run runs)
     python3 tasks.py generate      regenerate generated/ from spec/
+    python3 tasks.py gns3          the suite against the real gns3-server 3.1.0a7 (see README)
     python3 tasks.py bench         benchmarks of the reference server (prints ratios; see bench/README.md)
     python3 tasks.py lock          re-resolve requirements/lock.txt from the ranges in pyproject.toml
 
@@ -84,6 +85,11 @@ def cmd_generate(extra: list[str]) -> int:
     return _run(python, "tools/generate.py", *extra, check=False)
 
 
+def cmd_gns3(extra: list[str]) -> int:
+    python = ensure_venv()
+    return _run(python, "-m", "conformance.gns3.run", *extra, check=False)
+
+
 def cmd_bench(extra: list[str]) -> int:
     python = ensure_venv()
     return _run(python, "-m", "bench", *extra, check=False)
@@ -119,6 +125,7 @@ COMMANDS = {
     "test": cmd_test,
     "conformance": cmd_conformance,
     "generate": cmd_generate,
+    "gns3": cmd_gns3,
     "bench": cmd_bench,
     "lock": cmd_lock,
 }
