@@ -404,8 +404,15 @@ async def validation(ctx: CheckContext) -> None:
         ("INPUT-006", b"null", None, "JSON `null`"),
         ("INPUT-006", {"text": tagged}, ["message"], "an object without the required `message`"),
     ]
+    # A field counts as invalid for INPUT-007's "one entry per invalid field" only once the server has refused it
+    # alone: accepting an invalid value is INPUT-001..003's failure, not a second one here.
+    refused_alone: set[str] = set()
     for requirement, body, fields, what in cases:
-        await _judge_422(ctx, requirement, body, fields, f"a stream request with {what}")
+        if fields is not None and len(fields) > 1:
+            fields = [f for f in fields if f in refused_alone] or None
+        result = await _judge_422(ctx, requirement, body, fields, f"a stream request with {what}")
+        if fields is not None and len(fields) == 1 and result.exchange.status == 422:
+            refused_alone.add(fields[0])
     await _judge_422(
         ctx,
         "INPUT-004",

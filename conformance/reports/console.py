@@ -37,7 +37,7 @@ def section_table(data: dict[str, Any]) -> Table:
     for name, entries in sections(data):
         counts = count(entries)
         table.add_row(
-            name,
+            Text(name),
             str(len(entries)),
             *(Text(str(counts[v]), style=_style(v)) if counts[v] else Text("-", style="dim") for v in columns),
         )
@@ -59,7 +59,7 @@ def not_passing_table(data: dict[str, Any]) -> Table | None:
             entry["id"],
             entry["level"],
             Text(entry["verdict"], style=_style(entry["verdict"])),
-            _one_line(entry["message"]),
+            Text(_one_line(entry["message"])),  # Text: messages hold `[[fake-llm:...]]`, not rich markup
         )
     return table
 
