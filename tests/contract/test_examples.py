@@ -150,6 +150,22 @@ def test_broken_framing_is_rejected(mutation: Callable[[str], str], requirement:
     assert requirement in violations_of(mutation(body))
 
 
+def test_a_call_cut_by_a_failed_generation_may_stay_incomplete():
+    """TOOLCALL-003's exception: the generation failed before the arguments were whole, and the stream says so."""
+    sid = "s-1"
+    events = [
+        {
+            "type": "tool_call",
+            "session_id": sid,
+            "tool_call": {"id": "c1", "type": "function", "function": {"name": "t", "arguments": '{"a'}},
+        },
+        {"type": "error", "error": "the LLM failed", "session_id": sid},
+        {"type": "done", "session_id": sid},
+    ]
+    assert check_events(events) == []
+    assert [v.requirement for v in check_events([events[0], events[2]])] == ["TOOLCALL-003"]
+
+
 def test_violations_name_the_event():
     events = events_of(spec.EXAMPLES_DIR / "tool-round-trip.sse")
     parsed = parse_stream(render(non_prefix_arguments(events)))
