@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from .exchanges import Exchange
 from .findings import FAILED, PASSED, UNTESTABLE, Finding
 from .framing import parse_stream
 from .responses import response_violations
+from .scenarios import usage_of
 from .stream_rules import check_events
 from .violations import Violation
 
@@ -61,6 +63,15 @@ class Environment:
 
     def prefix(self, project_id: str | None = None) -> str:
         return self.target.data["chat_prefix"].format(project_id=project_id or self.project_id)
+
+    def database_path(self, project_id: str | None = None) -> Path:
+        """A project's database file (DB-001): the declared project directory, then the contract's location."""
+        project_dir = self.target.declarations["database"]["project_dir"]
+        project_dir = project_dir.replace("{workdir}", str(self.workdir)).replace(
+            "{project_id}", project_id or self.project_id
+        )
+        location = spec.load_document(spec.DB_DIR / "contract.yaml")["location"]
+        return Path(location.replace("{project_dir}", project_dir))
 
 
 @dataclass
@@ -293,8 +304,6 @@ class CheckContext:
 
     async def expected_usage(self, run: str | None = None) -> tuple[int, int, int]:
         """(generations, input tokens, output tokens) the target should have counted for a run (STATS-002/003)."""
-        from .scenarios import usage_of
-
         calls = inputs = outputs = 0
         for record in await self.llm_requests(run):
             if record.get("script") is None or (record["step"] is None and not self.target.title_counts_in_stats):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import sys
 import tempfile
@@ -12,7 +11,6 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -52,7 +50,6 @@ class RunResult:
 class Prepared:
     env: Environment
     processes: list[Process]
-    api_keys: list[str]
     tokens: list[str]
 
 
@@ -148,9 +145,9 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         controller=controller,
         workdir=workdir,
         client=client,
+        api_keys=api_keys,
     )
-    env.api_keys = api_keys
-    return Prepared(env, processes, api_keys, [u.token for u in users.values()])
+    return Prepared(env, processes, [u.token for u in users.values()])
 
 
 async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
@@ -265,18 +262,8 @@ async def run(
     )
     result.passed = run_passes(verdicts, target.baseline.not_testable)
     # What reports must never show: the configured API keys and every bearer token of the run.
-    result.secrets = {f"api_key_{i}": key for i, key in enumerate(prepared.api_keys)}
+    result.secrets = {f"api_key_{i}": key for i, key in enumerate(prepared.env.api_keys)}
     result.secrets.update({f"token_{i}": token for i, token in enumerate(prepared.tokens)})
     if prepared.env.controller is not None:
         result.secrets["admin_token"] = prepared.env.controller.admin_token
     return result
-
-
-def redact(text: str, secrets_: list[str]) -> str:
-    for secret in secrets_:
-        text = text.replace(secret, "<redacted>")
-    return text
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -42,9 +42,10 @@ class Process:
     def tail(self, lines: int = 30) -> str:
         return "".join(list(self.output)[-lines:])
 
-    def stop(self, grace: float = 10) -> int | None:
+    def stop(self, grace: float = 10, sig: int = signal.SIGTERM) -> int | None:
+        """Stop by pid: `sig` (SIGTERM), then SIGKILL when the process is still there after `grace` seconds."""
         if self.popen.poll() is None:
-            os.kill(self.popen.pid, signal.SIGTERM)
+            os.kill(self.popen.pid, sig)
             try:
                 self.popen.wait(grace)
             except subprocess.TimeoutExpired:
@@ -76,11 +77,61 @@ def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def start_fake_llm(scripts: Path, port: int = 0) -> tuple[Process, str]:
+def _wait_until_ready(process: Process, url: str, timeout: float) -> bool:
+    """Poll `url` until it answers below 500; False when the process exits or the time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.popen.poll() is not None:
+            return False
+        try:
+            if httpx.get(url, timeout=2, trust_env=False).status_code < 500:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def start_module(
+    name: str,
+    arguments: list[str],
+    *,
+    ready_path: str | None = None,
+    timeout: float = 30,
+    env: dict[str, str] | None = None,
+) -> tuple[Process, str]:
+    """`python -m ARGUMENTS` for our own servers (fake LLM, reference server, bench), which print
+    `... listening on URL ...` as their first line once their socket is bound; returns the process and the URL.
+    With `ready_path`, also waits until URL's host answers it (the socket is bound before the app is ready)."""
     popen = subprocess.Popen(
+        [sys.executable, "-m", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO_ROOT,
+        env=_clean_env(env),
+    )
+    process = Process(name, popen)
+    line = popen.stdout.readline()
+    match = re.search(r"listening on (http://\S+)", line)
+    if not match:
+        process.stop(1)
+        raise HarnessError(f"{name} did not start: {line}{popen.stdout.read()}")
+    process.output.append(line)
+    process.drain()
+    url = match.group(1)
+    if ready_path is not None:
+        origin = str(httpx.URL(url).copy_with(path="/"))[:-1]
+        if not _wait_until_ready(process, origin + ready_path, timeout):
+            process.stop(5)
+            raise HarnessError(f"{name} never answered {ready_path} within {timeout:g} s:\n{process.tail()}")
+    return process, url
+
+
+def start_fake_llm(scripts: Path, port: int = 0) -> tuple[Process, str]:
+    return start_module(
+        "the fake LLM",
         [
-            sys.executable,
-            "-m",
             "fake_llm",
             "serve",
             "--host",
@@ -92,20 +143,7 @@ def start_fake_llm(scripts: Path, port: int = 0) -> tuple[Process, str]:
             "--log-level",
             "warning",
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO_ROOT,
-        env=_clean_env(),
     )
-    process = Process("fake LLM", popen)
-    line = popen.stdout.readline()
-    match = re.search(r"listening on (http://\S+/v1)", line)
-    if not match:
-        process.stop(1)
-        raise HarnessError(f"the fake LLM did not start: {line}{popen.stdout.read()}")
-    process.drain()
-    return process, match.group(1)
 
 
 def start_target(
@@ -116,15 +154,9 @@ def start_target(
     )
     process = Process("target", popen)
     process.drain()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if popen.poll() is not None:
-            raise HarnessError(f"the target exited with {popen.returncode} before it was ready:\n{process.tail()}")
-        try:
-            if httpx.get(base_url + ready_path, timeout=2, trust_env=False).status_code < 500:
-                return process
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
+    if _wait_until_ready(process, base_url + ready_path, timeout):
+        return process
+    if popen.poll() is not None:
+        raise HarnessError(f"the target exited with {popen.returncode} before it was ready:\n{process.tail()}")
     process.stop(5)
     raise HarnessError(f"the target was not ready at {base_url + ready_path} within {timeout:g} s:\n{process.tail()}")

@@ -45,14 +45,8 @@ def _need_controller(ctx: CheckContext) -> None:
         raise NotTestable("the target has no GNS3-style controller: the suite cannot create, close or delete projects")
 
 
-def _project_dir(ctx: CheckContext, project_id: str) -> Path:
-    template = ctx.target.declarations["database"]["project_dir"]
-    return Path(template.replace("{workdir}", str(ctx.env.workdir)).replace("{project_id}", project_id))
-
-
 def _db_path(ctx: CheckContext, project_id: str | None = None) -> Path:
-    project_dir = _project_dir(ctx, project_id or ctx.env.project_id)
-    return Path(_contract()["location"].replace("{project_dir}", str(project_dir)))
+    return ctx.env.database_path(project_id)
 
 
 def _side(path: Path, suffix: str) -> Path:

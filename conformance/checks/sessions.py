@@ -11,8 +11,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import spec
-
 from ..context import CheckContext, StreamResult
 from ..exchanges import Exchange, json_or_none
 from . import check
@@ -149,14 +147,7 @@ def message_keys(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 def database_path(ctx: CheckContext, project_id: str | None = None) -> Path | None:
     """The project database file (DB-001), when the target declares db_access."""
-    if "db_access" not in ctx.target.capabilities:
-        return None
-    template = ctx.target.declarations["database"]["project_dir"]
-    project_dir = template.replace("{workdir}", str(ctx.env.workdir)).replace(
-        "{project_id}", project_id or ctx.env.project_id
-    )
-    location = spec.load_document(spec.DB_DIR / "contract.yaml")["location"]  # DB-001
-    return Path(location.replace("{project_dir}", project_dir))
+    return ctx.env.database_path(project_id) if "db_access" in ctx.target.capabilities else None
 
 
 # --- creation -----------------------------------------------------------------------------------------------

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import re
 import signal
 import subprocess
-import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +15,7 @@ import httpx
 import pytest
 
 from conformance.framing import parse_stream
+from conformance.processes import Process, start_module
 from reference_server.app import create_app
 from reference_server.settings import Settings
 
@@ -173,65 +170,39 @@ class in_process_lab:  # noqa: N801 - used as `async with in_process_lab(setting
 
 @dataclass
 class ServerProcess:
-    """`python -m reference_server` on 127.0.0.1 with a free port; stopped by pid."""
+    """`python -m reference_server` on 127.0.0.1 with a free port; its output kept as it comes; stopped by pid."""
 
-    process: subprocess.Popen
+    handle: Process
     base_url: str
     data_dir: Path
-    output: collections.deque[str] = field(default_factory=collections.deque)  # the newest lines it printed
+
+    @property
+    def process(self) -> subprocess.Popen:
+        return self.handle.popen
+
+    @property
+    def output(self) -> collections.deque[str]:  # the newest lines it printed
+        return self.handle.output
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, sig)
-            try:
-                return self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(self.process.pid, signal.SIGKILL)
-        return self.process.wait(timeout)
+        return self.handle.stop(timeout, sig)
 
 
 def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_REF_")}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reference_server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--log-level",
-            "warning",
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO_ROOT,
-        env=env,
-    )
-    line = process.stdout.readline()
-    match = re.search(r"listening on (http://\S+)", line)
-    if not match:
-        process.kill()
-        raise RuntimeError(f"the server did not start: {line}{process.stdout.read()}")
-    base_url = match.group(1)
-    # Keep reading the server's output: an unread pipe fills up and then blocks the server's logging.
-    tail: collections.deque[str] = collections.deque(maxlen=200)
-    threading.Thread(target=lambda: tail.extend(process.stdout), daemon=True).start()
-    for _ in range(200):  # the socket is bound before the app's lifespan completes
-        try:
-            if httpx.get(f"{base_url}/v3/version", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        import time
-
-        time.sleep(0.05)
-    return ServerProcess(process, base_url, data_dir, tail)
+    arguments = [
+        "reference_server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        "--log-level",
+        "warning",
+        *args,
+    ]
+    handle, base_url = start_module("reference server", arguments, ready_path="/v3/version", timeout=10)
+    return ServerProcess(handle, base_url, data_dir)
 
 
 @pytest.fixture

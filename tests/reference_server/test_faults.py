@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -103,21 +102,14 @@ def scripts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class LoggedServer:
-    """A server process whose output is read as it comes: nobody else reads the pipe, and a server whose log
-    fills it would block on its next log line."""
+    """A server process and what it logged (start_server_process keeps reading its output)."""
 
     def __init__(self, data_dir: Path, *args: str) -> None:
         self.server = start_server_process(data_dir, *args)
         self.process, self.base_url = self.server.process, self.server.base_url
-        self.lines: list[str] = []
-        threading.Thread(target=self._drain, name=f"server-log-{self.process.pid}", daemon=True).start()
-
-    def _drain(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line)
 
     def log_text(self) -> str:
-        return "".join(self.lines)
+        return "".join(self.server.output)
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         return self.server.stop(sig)
