@@ -251,8 +251,9 @@ class CheckContext:
                                 break
                         completed = not stop
         except (httpx.TransportError, TimeoutError) as exc:
+            deadline_hit = isinstance(exc, TimeoutError)
             exchange.error = f"{type(exc).__name__} after {time.monotonic() - started:.1f} s" + (
-                f": {exc}" if str(exc) else " (the suite's deadline)"
+                " (the suite's deadline)" if deadline_hit else f": {exc}" if str(exc) else ""
             )
         exchange.elapsed = time.monotonic() - started
         text = "".join(chunks)

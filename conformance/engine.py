@@ -205,7 +205,9 @@ async def run(
     records = spec.load_requirements()["requirements"]
     with tempfile.TemporaryDirectory(prefix="copilot-conformance-") as tmp:
         work = workdir or Path(tmp)
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=32)
+        # No kept-alive connections: a server that drops one after an error (a 500, say) would otherwise fail the
+        # next, unrelated request sent on it with a ReadError, and blame the wrong check.
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits, trust_env=False) as client:
             try:
                 prepared = await prepare(target, work, client)

@@ -54,7 +54,6 @@ class AgentService:
         self.heartbeat_interval = heartbeat_interval
         self.title_counts_in_stats = title_counts_in_stats
         self.running: dict[str, Turn | None] = {}  # None: reserved, the turn is starting
-        self.applied_migrations: list[str] = []
 
     @property
     def db_path(self) -> Path:
@@ -65,7 +64,8 @@ class AgentService:
         # Two connections: the checkpointer owns its transactions, the repository its own.
         self._repo_conn = await _connect(self.db_path)
         self._repo_conn.row_factory = aiosqlite.Row
-        self.applied_migrations = await migrate(self._repo_conn)
+        for upgraded in await migrate(self._repo_conn):
+            log.info("project %s: chat_sessions upgraded from the legacy schema %s", self.project_id, upgraded)
         self._saver_conn = await _connect(self.db_path)
         self.saver = AsyncSqliteSaver(self._saver_conn)
         await self.saver.setup()

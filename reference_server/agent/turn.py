@@ -45,7 +45,6 @@ class Turn:
         self._graph_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.stop_reason: str | None = None
-        self.error: BaseException | None = None
         self.finished = asyncio.Event()
 
     @property
@@ -73,7 +72,6 @@ class Turn:
             self._graph_task.cancel()
         await asyncio.wait([self._graph_task])
         if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
-            self.error = error
             log.warning("turn of session %s failed: %r", self.session_id, error)
             message = str(error) or type(error).__name__
             self._queue.put_nowait(
