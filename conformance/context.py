@@ -184,7 +184,9 @@ class CheckContext:
             async with asyncio.timeout(self.target.stream_deadline):
                 response = await self.env.client.request(method, url, content=content, params=params, headers=sent)
         except (httpx.TransportError, TimeoutError) as exc:
-            exchange.error = f"{type(exc).__name__}: {exc}" or "deadline"
+            exchange.error = f"{type(exc).__name__}" + (
+                " (the suite's deadline)" if isinstance(exc, TimeoutError) else f": {exc}" if str(exc) else ""
+            )
         else:
             exchange.status = response.status_code
             exchange.content_type = response.headers.get("content-type")
