@@ -1,0 +1,77 @@
+"""The conformance suite of the GNS3 Copilot Chat API, as a library. Everything here is public and stable; the
+submodules are the suite's insides.
+
+Judge a recorded stream::
+
+    import conformance
+    parsed = conformance.parse_stream(body)              # framing (FRAME-002/003) and the events
+    problems = parsed.violations + conformance.check_events(parsed.events)   # every rule of one stream
+
+Run the suite from Python (what `copilot-conformance run` does, without the reports)::
+
+    result = conformance.run_suite(conformance.load_target("my-server.yaml"))
+    print(result.passed, {v.id: v.verdict for v in result.verdicts})
+
+Snapshot-test streams with syrupy: `conformance.snapshot_text(body)` and `conformance.SseSnapshotExtension`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import spec
+
+from .engine import RunResult, run, run_suite
+from .errors import Blocked, ConformanceError, HarnessError, NotTestable, TargetError
+from .findings import Finding, Outcome, RequirementVerdict, Verdict
+from .framing import ParsedStream, parse_stream
+from .sse_snapshot import snapshot_events, snapshot_text
+from .stream_rules import check_events
+from .target import Target, load_target, parse_target
+from .violations import Violation
+
+__all__ = [
+    "Blocked",
+    "ConformanceError",
+    "Finding",
+    "HarnessError",
+    "NotTestable",
+    "Outcome",
+    "ParsedStream",
+    "RequirementVerdict",
+    "RunResult",
+    "SseSnapshotExtension",
+    "Target",
+    "TargetError",
+    "Verdict",
+    "Violation",
+    "check_events",
+    "load_target",
+    "parse_stream",
+    "parse_target",
+    "requirement",
+    "run",
+    "run_suite",
+    "snapshot_events",
+    "snapshot_text",
+]
+
+
+def requirement(requirement_id: str) -> dict[str, Any]:
+    """The record of one requirement of the contract's registry (spec/requirements.yaml): id, level, section,
+    text, and its checks or the reason it has none."""
+    for record in spec.load_requirements()["requirements"]:
+        if record["id"] == requirement_id:
+            return record
+    raise KeyError(f"no requirement {requirement_id!r} in the registry")
+
+
+def __getattr__(name: str) -> Any:
+    # The syrupy extension exists only where syrupy is installed (a test dependency, not one of the suite's).
+    if name == "SseSnapshotExtension":
+        from . import sse_snapshot
+
+        if not hasattr(sse_snapshot, "SseSnapshotExtension"):
+            raise ImportError("conformance.SseSnapshotExtension needs syrupy: pip install syrupy")
+        return sse_snapshot.SseSnapshotExtension
+    raise AttributeError(f"module 'conformance' has no attribute {name!r}")

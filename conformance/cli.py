@@ -11,11 +11,7 @@ for a bad target file or bad arguments.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +22,11 @@ from rich.table import Table
 
 import spec
 
-from .target import BUILTIN_TARGETS, Target, TargetError, load_target
+from .checks import load_all, select
+from .engine import run_suite
+from .errors import TargetError
+from .findings import Outcome
+from .target import BUILTIN_TARGETS, load_target
 
 EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,50 +37,6 @@ def _stdout() -> Console:
     if not console.is_terminal:
         console.width = max(console.width, 140)
     return console
-
-
-# --- running (shared with the pytest plugin) ------------------------------------------------------------------
-
-
-def selected_checks(only: list[str] | None) -> list[str]:
-    """The ids of the checks a run with `only` (check id prefixes) runs, as the engine selects them."""
-    from .checks import load_all
-
-    return sorted(c for c in load_all() if not only or any(c.startswith(prefix) for prefix in only))
-
-
-def execute(
-    target: Target,
-    *,
-    jobs: int = 8,
-    only: list[str] | None = None,
-    on_check_done: Callable[[Any, int, int], None] | None = None,
-) -> Any:
-    """engine.run, with any exception the engine lets through turned into a run whose every requirement is an
-    ERROR (so that the reports are still written and say what went wrong)."""
-    from . import engine
-    from .findings import HARNESS_ERROR, Finding, judge, run_passes
-
-    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    started = time.monotonic()
-    try:
-        return asyncio.run(engine.run(target, jobs=jobs, only=only or None, on_check_done=on_check_done))
-    except Exception as exc:  # a suite bug, or a target broken in a way the engine does not catch
-        message = f"harness error: {type(exc).__name__}: {exc}"
-        details = message + "\n" + "".join(traceback.format_exception(exc)[-4:])
-        verdicts = [
-            judge(
-                record,
-                [Finding(record["id"], HARNESS_ERROR, message, "setup")],
-                capabilities=target.capabilities,
-                known_failures={},
-                accepted_not_testable={},
-            )
-            for record in spec.load_requirements()["requirements"]
-        ]
-        result = engine.RunResult(target, "", verdicts, [], time.monotonic() - started, started_at, details)
-        result.passed = run_passes(verdicts, {})
-        return result
 
 
 class _ProgressReporter:
@@ -118,7 +74,7 @@ class _ProgressReporter:
     def __call__(self, check_run: Any, done: int, total: int) -> None:
         if not self.enabled:
             return
-        problems = sum(1 for f in check_run.findings if f.outcome != "passed")
+        problems = sum(1 for f in check_run.findings if f.outcome != Outcome.PASSED)
         flag = f", {problems} not passing" if problems else ""
         if self.progress is not None:
             self.progress.update(self.task, completed=done, total=total, description=f"{check_run.id}{flag}")
@@ -190,7 +146,7 @@ def run(
     except TargetError as exc:
         click.echo(f"copilot-conformance: bad target: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    chosen = selected_checks(list(only))
+    chosen = select(only)
     if only and not chosen:
         click.echo(f"copilot-conformance: --only {' '.join(only)} selects no check", err=True)
         sys.exit(EXIT_USAGE)
@@ -211,7 +167,7 @@ def run(
                 out.print(f"  checked: {line}", markup=False)
 
     with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
-        result = execute(target, jobs=jobs, only=list(only) or None, on_check_done=progress)
+        result = run_suite(target, jobs=jobs, only=list(only) or None, on_check_done=progress)
 
     files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
     data = report_data(result, files)
@@ -250,8 +206,6 @@ def targets() -> None:
 def requirements(section: str | None, level: str | None, show_text: bool) -> None:
     """The requirement registry (spec/requirements.yaml): id, level, section, capability, and the checks that
     verify each requirement (a check not written yet is marked `missing`)."""
-    from .checks import load_all
-
     existing = set(load_all())
     table = Table(box=None, header_style="bold", title=f"contract {spec.contract_version()}", title_justify="left")
     for column in ("id", "level", "section", "capability"):

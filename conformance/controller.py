@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from .processes import HarnessError
+from .errors import HarnessError
 
 
 class Controller:
@@ -20,10 +20,9 @@ class Controller:
         path: str,
         expected: int | tuple[int, ...],
         *,
-        token: str | None = None,
         json_body: Any = None,
     ) -> Any:
-        headers = {"Authorization": f"Bearer {token or self.admin_token}"}
+        headers = {"Authorization": f"Bearer {self.admin_token}"}
         response = await self.client.request(method, self.base_url + path, json=json_body, headers=headers)
         if response.status_code not in ((expected,) if isinstance(expected, int) else expected):
             raise HarnessError(
@@ -43,9 +42,6 @@ class Controller:
             )
         return response.json()["access_token"]
 
-    async def user_id(self, token: str) -> str:
-        return (await self._call("GET", "/v3/access/users/me", 200, token=token))["user_id"]
-
     async def create_user(self, username: str, password: str) -> str:
         return (
             await self._call("POST", "/v3/access/users", 201, json_body={"username": username, "password": password})
@@ -60,9 +56,6 @@ class Controller:
 
     async def close_project(self, project_id: str) -> None:
         await self._call("POST", f"/v3/projects/{project_id}/close", (200, 204))
-
-    async def open_project(self, project_id: str) -> None:
-        await self._call("POST", f"/v3/projects/{project_id}/open", (200, 201))
 
     async def delete_project(self, project_id: str) -> None:
         await self._call("DELETE", f"/v3/projects/{project_id}", 204)

@@ -1,4 +1,6 @@
-"""The engine shared by the CLI and the pytest plugin: prepare the run, run the checks concurrently, judge."""
+"""The one way to run the suite, shared by the CLI, the pytest plugin and the GNS3 runner: prepare the target,
+run the checks concurrently, judge every requirement. `run` (async) and `run_suite` (its blocking form) never let
+an exception out: a run the suite could not do is a RunResult whose requirements are ERROR, with the reason."""
 
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ import httpx
 
 import spec
 
-from .checks import CheckSpec, load_all
-from .context import Blocked, CheckContext, Environment, NotTestable, User
+from .checks import CheckSpec, select
+from .context import CheckContext, Environment, User
 from .controller import Controller
-from .findings import FAILED, HARNESS_ERROR, UNTESTABLE, Finding, Verdict, judge, run_passes
-from .processes import REPO_ROOT, HarnessError, Process, free_port, start_fake_llm, start_target
+from .errors import Blocked, HarnessError, NotTestable
+from .findings import Finding, Outcome, RequirementVerdict, harness_failure, judge, run_passes
+from .processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
 from .scenarios import write_scripts
 from .target import Target
 
@@ -37,7 +40,7 @@ class CheckRun:
 class RunResult:
     target: Target
     base_url: str
-    verdicts: list[Verdict]
+    verdicts: list[RequirementVerdict]
     checks: list[CheckRun]
     wall_time: float
     started_at: str
@@ -153,40 +156,44 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
 async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
     ctx = CheckContext(env, spec_.id, list(spec_.requirements))
     started = time.monotonic()
-    leftover_outcome, leftover_message = HARNESS_ERROR, "the check ended without judging this requirement"
+    leftover_outcome, leftover_message = Outcome.HARNESS_ERROR, "the check ended without judging this requirement"
     try:
         await spec_.function(ctx)
     except Blocked as blocked:
-        ctx.findings.append(
-            Finding(
-                blocked.requirement,
-                FAILED,
-                blocked.message,
-                spec_.id,
-                [e.as_evidence() for e in (blocked.exchanges or tuple(ctx.exchanges[-2:]))],
-            )
-        )
-        leftover_outcome = UNTESTABLE
+        ctx.findings.stopped(blocked)
+        leftover_outcome = Outcome.NOT_TESTABLE
         leftover_message = f"not reached: the check stopped when {blocked.requirement} failed ({blocked.message})"
     except NotTestable as exc:
-        leftover_outcome, leftover_message = UNTESTABLE, str(exc)
-    except (HarnessError, Exception) as exc:  # the suite's own fault, or a target too broken to go on
+        leftover_outcome, leftover_message = Outcome.NOT_TESTABLE, str(exc)
+    except Exception as exc:  # the suite's own fault (HarnessError), or a target too broken to go on
         leftover_message = f"harness error: {type(exc).__name__}: {exc}\n" + "".join(
             traceback.format_exception(exc)[-3:]
         )
-    judged = {f.requirement for f in ctx.findings}
-    for requirement in spec_.requirements:
-        if requirement not in judged:
-            ctx.findings.append(
-                Finding(
-                    requirement,
-                    leftover_outcome,
-                    leftover_message,
-                    spec_.id,
-                    [e.as_evidence() for e in ctx.exchanges[-2:]],
-                )
-            )
-    return CheckRun(spec_.id, spec_.requirements, time.monotonic() - started, ctx.findings)
+    judged = ctx.findings.judged()
+    evidence = [e.as_evidence() for e in ctx.client.exchanges[-2:]]
+    findings = ctx.findings.recorded + [
+        Finding(requirement, leftover_outcome, leftover_message, spec_.id, evidence)
+        for requirement in spec_.requirements
+        if requirement not in judged
+    ]
+    return CheckRun(spec_.id, spec_.requirements, time.monotonic() - started, findings)
+
+
+def _failed_run(target: Target, message: str, details: str, started: float, started_at: str) -> RunResult:
+    """The result of a run the suite could not do: every requirement ERROR (N/A and EXCLUDED stay what they are)."""
+    verdicts = harness_failure(spec.load_requirements()["requirements"], message, target.capabilities)
+    return RunResult(target, "", verdicts, [], time.monotonic() - started, started_at, details)
+
+
+def run_suite(
+    target: Target,
+    *,
+    jobs: int = 8,
+    only: list[str] | None = None,
+    on_check_done: Callable[[CheckRun, int, int], None] | None = None,
+) -> RunResult:
+    """`run`, from code that is not async (the CLI, the pytest plugin, the GNS3 runner, a user's script)."""
+    return asyncio.run(run(target, jobs=jobs, only=only, on_check_done=on_check_done))
 
 
 async def run(
@@ -197,10 +204,22 @@ async def run(
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
     workdir: Path | None = None,
 ) -> RunResult:
+    """Run the checks selected by `only` (check id prefixes; all by default) against the target and judge every
+    requirement. Never raises: a harness error or a suite bug gives a result whose requirements are ERROR."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.monotonic()
-    registry = load_all()
-    chosen = [s for s in registry.values() if not only or any(s.id.startswith(o) for o in only)]
+    try:
+        return await _run(target, jobs, only, on_check_done, workdir, started, started_at)
+    except HarnessError as exc:  # the fake LLM or the target did not start, provisioning failed
+        return _failed_run(target, str(exc), str(exc), started, started_at)
+    except Exception as exc:  # a suite bug, or a target broken in a way the engine does not catch
+        message = f"harness error: {type(exc).__name__}: {exc}"
+        details = message + "\n" + "".join(traceback.format_exception(exc)[-4:])
+        return _failed_run(target, message, details, started, started_at)
+
+
+async def _run(target, jobs, only, on_check_done, workdir, started, started_at) -> RunResult:
+    chosen = select(only)
     chosen.sort(key=lambda s: not s.slow)  # long waits first, so they overlap everything else
     records = spec.load_requirements()["requirements"]
     with tempfile.TemporaryDirectory(prefix="copilot-conformance-") as tmp:
@@ -209,20 +228,7 @@ async def run(
         # next, unrelated request sent on it with a ReadError, and blame the wrong check.
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits, trust_env=False) as client:
-            try:
-                prepared = await prepare(target, work, client)
-            except HarnessError as exc:
-                verdicts = [
-                    judge(
-                        r,
-                        [Finding(r["id"], HARNESS_ERROR, str(exc), "setup")],
-                        capabilities=target.capabilities,
-                        known_failures={},
-                        accepted_not_testable={},
-                    )
-                    for r in records
-                ]
-                return RunResult(target, "", verdicts, [], time.monotonic() - started, started_at, str(exc))
+            prepared = await prepare(target, work, client)  # a HarnessError here: see run()
             try:
                 semaphore = asyncio.Semaphore(jobs)
                 done: list[CheckRun] = []

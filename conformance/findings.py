@@ -3,39 +3,50 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-# What one check concluded about one requirement.
-PASSED, FAILED, UNTESTABLE, HARNESS_ERROR = "passed", "failed", "not_testable", "harness_error"
+
+class Outcome(StrEnum):
+    """What one check concluded about one requirement (the values are those of conformance.json)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_TESTABLE = "not_testable"  # the scenario could not be made to happen
+    HARNESS_ERROR = "harness_error"  # the suite's own fault
+
+
+class Verdict(StrEnum):
+    """The verdict of one requirement over the whole run (the values are those of every report)."""
+
+    PASS = "PASS"  # every check of it passed
+    FAIL = "FAIL"  # a MUST, or a declared capability, failed: the run fails
+    WARN = "WARN"  # a SHOULD failed: reported, the run passes
+    XFAIL = "XFAIL"  # failed, and the target's baseline lists it: the run passes
+    STALE = "STALE"  # the baseline lists it, but it no longer fails as listed: the run fails
+    NOT_TESTABLE = "NOT TESTABLE"  # the target could not be made to exercise it: red, never green
+    NOT_APPLICABLE = "N/A"  # an undeclared capability (or a MAY without one)
+    EXCLUDED = "EXCLUDED"  # the registry says why no check exists
+    ERROR = "ERROR"  # the suite's own fault (harness error): the run fails
+    NOT_RUN = "NOT RUN"  # reports only: the requirement's checks were not selected (`--only`)
+
+
+FAILING_VERDICTS = frozenset({Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE, Verdict.ERROR})
 
 
 @dataclass
 class Finding:
     requirement: str
-    outcome: str
+    outcome: Outcome
     message: str
     check: str
     evidence: list[dict[str, Any]] = field(default_factory=list)
 
 
-# The verdict of one requirement over the whole run.
-PASS = "PASS"  # every check of it passed
-FAIL = "FAIL"  # a MUST, or a declared capability, failed: the run fails
-WARN = "WARN"  # a SHOULD failed: reported, the run passes
-XFAIL = "XFAIL"  # failed, and the target's baseline lists it: the run passes
-STALE = "STALE"  # the baseline lists it, but it no longer fails as listed: the run fails
-NOT_TESTABLE = "NOT TESTABLE"  # the target could not be made to exercise it: red, never green
-NOT_APPLICABLE = "N/A"  # an undeclared capability (or a MAY without one)
-EXCLUDED = "EXCLUDED"  # the registry says why no check exists
-ERROR = "ERROR"  # the suite's own fault (harness error): the run fails
-
-FAILING_VERDICTS = {FAIL, STALE, NOT_TESTABLE, ERROR}
-
-
 @dataclass
-class Verdict:
+class RequirementVerdict:
     requirement: dict[str, Any]  # the registry record
-    verdict: str
+    verdict: Verdict
     findings: list[Finding]
     note: str = ""  # e.g. the baseline's reason
 
@@ -44,12 +55,16 @@ class Verdict:
         return self.requirement["id"]
 
 
-def combine(findings: list[Finding]) -> str:
+def combine(findings: list[Finding]) -> Outcome:
     outcomes = {f.outcome for f in findings}
-    for outcome in (FAILED, HARNESS_ERROR, UNTESTABLE):
+    for outcome in (Outcome.FAILED, Outcome.HARNESS_ERROR, Outcome.NOT_TESTABLE):
         if outcome in outcomes:
             return outcome
-    return PASSED if outcomes else UNTESTABLE
+    return Outcome.PASSED if outcomes else Outcome.NOT_TESTABLE
+
+
+def _spoken(outcome: Outcome) -> str:
+    return outcome.value.replace("_", " ")
 
 
 def judge(
@@ -59,46 +74,52 @@ def judge(
     capabilities: set[str],
     known_failures: dict[str, str],
     accepted_not_testable: dict[str, str],
-) -> Verdict:
+) -> RequirementVerdict:
     rid, level = record["id"], record["level"]
     if "excluded" in record:
-        return Verdict(record, EXCLUDED, [], record["excluded"])
+        return RequirementVerdict(record, Verdict.EXCLUDED, [], record["excluded"])
     capability = record.get("capability")
     if capability and capability not in capabilities:
-        return Verdict(record, NOT_APPLICABLE, [], f"capability `{capability}` not declared")
+        return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], f"capability `{capability}` not declared")
     if level == "MAY" and not capability:
-        return Verdict(record, NOT_APPLICABLE, [], "MAY without a capability: nothing to require")
+        return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], "MAY without a capability: nothing to require")
     outcome = combine(findings)
     if rid in known_failures:
-        if outcome == FAILED:
-            return Verdict(record, XFAIL, findings, known_failures[rid])
-        return Verdict(
-            record,
-            STALE,
-            findings,
-            f"baseline lists it as failing ({known_failures[rid]}), but it is {outcome.replace('_', ' ')}",
-        )
+        if outcome == Outcome.FAILED:
+            return RequirementVerdict(record, Verdict.XFAIL, findings, known_failures[rid])
+        note = f"baseline lists it as failing ({known_failures[rid]}), but it is {_spoken(outcome)}"
+        return RequirementVerdict(record, Verdict.STALE, findings, note)
     if rid in accepted_not_testable:
-        if outcome == UNTESTABLE:
-            return Verdict(record, NOT_TESTABLE, findings, accepted_not_testable[rid])
-        return Verdict(
+        if outcome == Outcome.NOT_TESTABLE:
+            return RequirementVerdict(record, Verdict.NOT_TESTABLE, findings, accepted_not_testable[rid])
+        note = f"baseline says not testable ({accepted_not_testable[rid]}), but it is {_spoken(outcome)}"
+        return RequirementVerdict(record, Verdict.STALE, findings, note)
+    by_outcome = {
+        Outcome.PASSED: Verdict.PASS,
+        Outcome.HARNESS_ERROR: Verdict.ERROR,
+        Outcome.NOT_TESTABLE: Verdict.NOT_TESTABLE,
+        Outcome.FAILED: Verdict.WARN if level == "SHOULD" else Verdict.FAIL,
+    }
+    return RequirementVerdict(record, by_outcome[outcome], findings)
+
+
+def harness_failure(records: list[dict[str, Any]], message: str, capabilities: set[str]) -> list[RequirementVerdict]:
+    """Every requirement of `records` judged ERROR with `message`: the verdicts of a run the suite could not do."""
+    return [
+        judge(
             record,
-            STALE,
-            findings,
-            f"baseline says not testable ({accepted_not_testable[rid]}), but it is {outcome.replace('_', ' ')}",
+            [Finding(record["id"], Outcome.HARNESS_ERROR, message, "setup")],
+            capabilities=capabilities,
+            known_failures={},
+            accepted_not_testable={},
         )
-    if outcome == PASSED:
-        return Verdict(record, PASS, findings)
-    if outcome == HARNESS_ERROR:
-        return Verdict(record, ERROR, findings)
-    if outcome == UNTESTABLE:
-        return Verdict(record, NOT_TESTABLE, findings)
-    return Verdict(record, WARN if level == "SHOULD" else FAIL, findings)
+        for record in records
+    ]
 
 
-def run_passes(verdicts: list[Verdict], accepted_not_testable: dict[str, str]) -> bool:
+def run_passes(verdicts: list[RequirementVerdict], accepted_not_testable: dict[str, str]) -> bool:
     for verdict in verdicts:
-        if verdict.verdict == NOT_TESTABLE and verdict.id in accepted_not_testable:
+        if verdict.verdict == Verdict.NOT_TESTABLE and verdict.id in accepted_not_testable:
             continue
         if verdict.verdict in FAILING_VERDICTS:
             return False

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-FAILED = ("FAIL", "XFAIL", "WARN", "STALE", "ERROR")
+from .findings import Outcome, Verdict
+
+FAILED = (Verdict.FAIL, Verdict.XFAIL, Verdict.WARN, Verdict.STALE, Verdict.ERROR)
 LEVEL_ORDER = {"MUST": 0, "SHOULD": 1, "MAY": 2}
 
 
@@ -63,8 +65,8 @@ def render(data: dict[str, Any]) -> str:
     failed = sorted(
         (r for r in requirements if r["verdict"] in FAILED), key=lambda r: (LEVEL_ORDER.get(r["level"], 3), r["id"])
     )
-    untestable = [r for r in requirements if r["verdict"] == "NOT TESTABLE"]
-    inapplicable = [r for r in requirements if r["verdict"] == "N/A"]
+    untestable = [r for r in requirements if r["verdict"] == Verdict.NOT_TESTABLE]
+    inapplicable = [r for r in requirements if r["verdict"] == Verdict.NOT_APPLICABLE]
     counts = ", ".join(f"{count} {verdict}" for verdict, count in data["counts"].items() if count)
     lines = [
         f"# {target.get('description') or target['name']}: conformance findings",
@@ -94,7 +96,7 @@ def render(data: dict[str, Any]) -> str:
         ]
         if entry.get("note"):
             lines += [f"**Known deviation (baseline):** {entry['note']}", ""]
-        problems = [f for f in entry["findings"] if f["outcome"] == "failed"]
+        problems = [f for f in entry["findings"] if f["outcome"] == Outcome.FAILED]
         lines += ["**Observed:**", ""]
         lines += [f"- {f['message']} (check `{f['check']}`)" for f in problems[:4]] or ["- (no message)"]
         if len(problems) > 4:
@@ -108,7 +110,7 @@ def render(data: dict[str, Any]) -> str:
         lines += ["None.", ""]
     for entry in untestable:
         reason = entry.get("note") or next(
-            (f["message"] for f in entry["findings"] if f["outcome"] != "passed"),
+            (f["message"] for f in entry["findings"] if f["outcome"] != Outcome.PASSED),
             entry.get("message") or "no check could judge it",
         )
         lines += [f"- **{entry['id']}** ({entry['level']}): {reason}"]

@@ -1,8 +1,8 @@
 """Split a chat stream body into events, checking the contract's framing on the exact text (FRAME-002/003).
 
-A general SSE parser (httpx-sse, used for live streams) is deliberately lenient: it accepts CRLF, comment
-lines, `event:` fields and multi-line data, all of which this contract forbids. Framing is therefore
-checked here on the raw text, against the one frame shape the contract allows: `data: <json>\\n\\n`.
+A general SSE parser is deliberately lenient: it accepts CRLF, comment lines, `event:` fields and multi-line
+data, all of which this contract forbids. Framing is therefore checked here on the raw text, live streams and
+recorded ones alike, against the one frame shape the contract allows: `data: <json>\\n\\n`.
 """
 
 from __future__ import annotations

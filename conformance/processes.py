@@ -17,11 +17,9 @@ from pathlib import Path
 
 import httpx
 
+from .errors import HarnessError
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-class HarnessError(RuntimeError):
-    """The suite could not do its own part (start a server, provision, read a log): not the target's fault."""
 
 
 def free_port() -> int:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from .findings import Outcome, Verdict
+
 REQUIREMENT_TESTS = Path(__file__).resolve().parent / "test_requirements.py"
 
 
@@ -85,8 +87,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     collected."""
     if not any(_is_requirement_test(item) for item in items):
         return
-    from .cli import selected_checks
-    from .target import TargetError, load_target
+    from .checks import select
+    from .errors import TargetError
+    from .target import load_target
 
     state = config.stash[_STATE]
     try:
@@ -94,14 +97,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except TargetError as exc:
         raise pytest.UsageError(f"copilot-conformance: bad target: {exc}") from None
     only = config.getoption("conformance_only")
-    if only and not selected_checks(only):
+    if only and not select(only):
         raise pytest.UsageError(f"copilot-conformance: --only {' '.join(only)} selects no check")
 
 
 @pytest.fixture(scope="session")
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     """The suite, run once per session against the --target, its reports written to --report-dir."""
-    from .cli import execute
+    from .engine import run_suite
     from .reports import report_data, report_paths, write_reports
     from .target import load_target
 
@@ -111,7 +114,7 @@ def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
         if state.target is None:
             state.target = load_target(config.getoption("conformance_target"))
         report_dir = Path(config.getoption("conformance_report_dir"))
-        state.result = execute(
+        state.result = run_suite(
             state.target,
             jobs=max(1, config.getoption("conformance_jobs")),
             only=config.getoption("conformance_only") or None,
@@ -126,7 +129,7 @@ def _failure_text(entry: dict[str, Any]) -> str:
     lines = [f"{entry['id']} ({entry['level']}, {entry['section']}) {entry['verdict']}: {entry['text']}"]
     if entry["note"]:
         lines.append(f"note: {entry['note']}")
-    problems = [f for f in entry["findings"] if f["outcome"] != "passed"]
+    problems = [f for f in entry["findings"] if f["outcome"] != Outcome.PASSED]
     if not problems and entry["message"] and entry["message"] != entry["note"]:
         lines.append(entry["message"])
     for finding in problems:
@@ -144,14 +147,14 @@ def assert_requirement(run: ConformanceRun, requirement_id: str) -> None:
     if entry is None:
         pytest.fail(f"{requirement_id}: the run has no verdict for it", pytrace=False)
     verdict = entry["verdict"]
-    if verdict == "PASS" or verdict == "XFAIL":
+    if verdict in (Verdict.PASS, Verdict.XFAIL):
         return
-    if verdict == "WARN":
+    if verdict == Verdict.WARN:
         warnings.warn(ConformanceWarning(f"{requirement_id} ({entry['level']}) WARN: {entry['message']}"), stacklevel=2)
         return
-    if verdict in ("N/A", "EXCLUDED", "NOT RUN"):
+    if verdict in (Verdict.NOT_APPLICABLE, Verdict.EXCLUDED, Verdict.NOT_RUN):
         pytest.skip(f"{verdict}: {entry['note']}")
-    if verdict == "NOT TESTABLE" and not entry["failing"]:
+    if verdict == Verdict.NOT_TESTABLE and not entry["failing"]:
         pytest.skip(f"NOT TESTABLE, accepted by the baseline: {entry['note']}")
     pytest.fail(_failure_text(entry), pytrace=False)
 

@@ -4,20 +4,12 @@ validate against the schema documented for that status? Read from spec/openapi.y
 from __future__ import annotations
 
 import json
-from functools import cache
 from typing import Any
 
 import spec
 
+from .operations import operation
 from .violations import Violation
-
-_METHODS = ("get", "put", "post", "patch", "delete")
-
-
-@cache
-def _operations() -> dict[str, dict[str, Any]]:
-    document = spec.load_openapi()
-    return {op["operationId"]: op for item in document["paths"].values() for m, op in item.items() if m in _METHODS}
 
 
 def _response(document: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
@@ -27,13 +19,12 @@ def _response(document: dict[str, Any], response: dict[str, Any]) -> dict[str, A
 
 
 def documented_statuses(operation_id: str) -> set[int]:
-    return {int(status) for status in _operations()[operation_id]["responses"]}
+    return operation(operation_id).statuses
 
 
 def response_violations(operation_id: str, status: int, content_type: str | None, body: bytes | str) -> list[Violation]:
     """Violations of CONTRACT-001 (and ERROR-001 for 4xx bodies) by one answer to `operation_id`."""
-    operation = _operations()[operation_id]
-    documented = operation["responses"].get(str(status))
+    documented = operation(operation_id).definition["responses"].get(str(status))
     if documented is None:
         return [
             Violation(

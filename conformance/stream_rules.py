@@ -18,10 +18,19 @@ MIDDLE_EVENTS = {"content", "tool_call", "tool_start", "tool_end", "heartbeat"}
 SESSION_ID_REQUIRED = {"tool_call", "tool_start", "tool_end", "error", "done", "heartbeat"}
 
 
+def event_violations(events: list[Any]) -> list[Violation]:
+    """EVENT-001, the rule of every single event: its JSON validates against the schema its `type` selects.
+    Judged here for every stream the suite reads (conformance.client), whichever check read it."""
+    return [
+        Violation("EVENT-001", error, index)
+        for index, event in enumerate(events)
+        for error in spec.validate_event(event)
+    ]
+
+
 def check_events(events: list[Any]) -> list[Violation]:
-    violations: list[Violation] = []
-    for index, event in enumerate(events):
-        violations += [Violation("EVENT-001", error, index) for error in spec.validate_event(event)]
+    """Every rule one whole turn's stream must follow on its own (per event, then across events)."""
+    violations = event_violations(events)
     objects = [(i, e) for i, e in enumerate(events) if isinstance(e, dict)]
     violations += _check_session_ids(objects)
     violations += _check_grammar(objects)

@@ -11,13 +11,13 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
+from .errors import TargetError
+
+__all__ = ["BUILTIN_TARGETS", "Baseline", "Target", "TargetError", "load_baseline", "load_target", "parse_target"]
+
 HERE = Path(__file__).resolve().parent
 BUILTIN_TARGETS = HERE / "targets"
 SCHEMA_PATH = HERE / "target.schema.json"
-
-
-class TargetError(ValueError):
-    """A target or baseline file that cannot be used; the message says where and why."""
 
 
 @cache

@@ -86,12 +86,6 @@ def schema_validator(path: Path) -> Draft202012Validator:
 
 
 @cache
-def event_validator() -> Draft202012Validator:
-    """Validates one SSE event payload (already parsed from JSON) against the event union."""
-    return schema_validator(EVENT_UNION)
-
-
-@cache
 def event_schema_paths() -> dict[str, Path]:
     """Event `type` -> the schema file that defines it, read from the union's discriminator mapping."""
     union = load_document(EVENT_UNION)

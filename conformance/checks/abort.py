@@ -1,5 +1,5 @@
-"""Abort (capability `abort`): a running turn stops soon and ends with `done`, the statistics still hold and the
-session goes on; aborting an idle session changes nothing; the answer says which it was (ABORT-001..005)."""
+"""Abort (ABORT-*, capability `abort`): a running turn stops soon and ends with `done`, the statistics still
+hold and the session goes on; aborting an idle session changes nothing; the answer says which it was."""
 
 from __future__ import annotations
 
@@ -7,34 +7,41 @@ import asyncio
 import time
 from typing import Any
 
-from ..context import CheckContext, NotTestable
+from ..context import CheckContext
 from ..exchanges import Exchange, json_or_none
 from . import check
-from .preconditions import describe, served, setup_turn
+from .support import (
+    describe,
+    find_session,
+    generation_started,
+    got,
+    history,
+    require_capability,
+    scenario_or,
+    script_text,
+    served,
+    stats_problems,
+    turn,
+    wait_for,
+)
 
 ABORT_WITHIN = 5.0  # seconds (ABORT-002)
 
 
-def _require_abort(ctx: CheckContext) -> None:
-    if "abort" not in ctx.target.capabilities:
-        raise NotTestable("the target does not declare the abort capability")
-
-
 async def _abort(ctx: CheckContext, session_id: str) -> Exchange:
-    return await ctx.call("POST", f"/sessions/{session_id}/abort", operation="abortSessionTurn")
+    return await ctx.client.call("POST", f"/sessions/{session_id}/abort", operation="abortSessionTurn")
 
 
 def _judge_answer(ctx: CheckContext, exchange: Exchange, requirement: str, aborted: bool, what: str) -> None:
     """`requirement` (ABORT-002 or -003): the abort answers 200; ABORT-005: its body says whether a turn was
     stopped. (The body's shape, `session_id` included, is CONTRACT-001's, judged for every exchange.)"""
-    got = exchange.status if exchange.status is not None else exchange.error
-    ctx.expect(
-        requirement, exchange.status == 200, f"{what}: answered {got}, expected 200: {exchange.body[:300]}", exchange
+    ctx.findings.expect(
+        requirement, exchange.status == 200, f"{what}: answered {got(exchange)}, expected 200", exchange
     )
     if exchange.status == 200:
         body = json_or_none(exchange.body)
         value = body.get("aborted", "(absent)") if isinstance(body, dict) else "(no JSON object)"
-        ctx.expect(
+        ctx.findings.expect(
             "ABORT-005",
             value is aborted,
             f"{what}: the answer {exchange.body[:300]} has `aborted` {value!r}, expected {str(aborted).lower()}",
@@ -42,47 +49,26 @@ def _judge_answer(ctx: CheckContext, exchange: Exchange, requirement: str, abort
         )
 
 
-async def _stats_problems(ctx: CheckContext, session_id: str, alternatives: list[tuple[int, int]]) -> list[str]:
-    """STATS-001..004 for the session, against the fake LLM's log of the check's run."""
-    session = await ctx.session(session_id)
-    if session is None:
-        return [f"session {session_id} is not listed"]
-    history = (await ctx.history(session_id, limit=1000))["messages"]
-    counted = [m for m in history if m.get("role") in ("user", "assistant", "tool")]
-    calls, inputs, outputs = await ctx.expected_usage()
-    tokens = (session["input_tokens"], session["output_tokens"])
-    allowed = [(inputs - i, outputs - o) for i, o in alternatives]
-    problems = []
-    if session["message_count"] != len(counted):
-        problems.append(f"message_count {session['message_count']}, the history holds {len(counted)} messages")
-    if session["llm_calls_count"] != calls:
-        problems.append(
-            f"llm_calls_count {session['llm_calls_count']}, the fake LLM served {calls} counted generation(s) "
-            f"(title counted: {ctx.target.title_counts_in_stats})"
-        )
-    if tokens not in allowed:
-        problems.append(f"tokens in/out {tokens[0]}/{tokens[1]}, expected {' or '.join(map(str, allowed))}")
-    if session["total_tokens"] != sum(tokens):
-        problems.append(f"total_tokens {session['total_tokens']} != {tokens[0]} + {tokens[1]}")
-    return problems
-
-
-async def _settled_stats(ctx: CheckContext, session_id: str, alternatives: list[tuple[int, int]]) -> list[str]:
-    """The statistics problems once they stop changing (a few seconds at most after the stream ended)."""
+async def _settled_stats(ctx: CheckContext, session_id: str, cut: list[tuple[int, int]]) -> list[str]:
+    """STATS-001..004 once they stop changing (a few seconds at most after the stream ended); the tokens may
+    lack the usage of each generation in `cut` (one the abort stopped before its usage reached the target)."""
     last: list[list[str]] = [[]]
 
     async def probe() -> bool:
-        last[0] = await _stats_problems(ctx, session_id, alternatives)
+        calls, inputs, outputs = await ctx.llm.expected_usage()
+        allowed = [(inputs - i, outputs - o) for i, o in cut]
+        found = await stats_problems(ctx, session_id, what="aborted", allowed_tokens=allowed, requirement="ABORT-004")
+        last[0] = [p for p in found.values() if p]
         return not last[0]
 
-    await ctx.wait_for(probe, seconds=5, interval=0.25)
+    await wait_for(probe, seconds=5, interval=0.25)
     return last[0]
 
 
 @check("abort.running_turn", slow=True)
 async def running_turn(ctx: CheckContext) -> None:
-    _require_abort(ctx)
-    scenario = "cs-slow-tool" if "cs-slow-tool" in ctx.env.scripts else "cs-slow"
+    require_capability(ctx, "abort")
+    scenario = scenario_or(ctx, "cs-slow-tool", "cs-slow")
     session = ctx.session_id()
     running = asyncio.Event()
 
@@ -92,13 +78,13 @@ async def running_turn(ctx: CheckContext) -> None:
         return False  # never disconnect
 
     async def generating() -> None:  # cs-slow: the fake LLM holds the turn's generation in its silence
-        while not any(r.get("step") == 0 for r in await ctx.llm_requests()):
+        while not await generation_started(ctx, [ctx.run]):
             await asyncio.sleep(0.05)
         running.set()
 
     sent_at = time.monotonic()
     stream = asyncio.create_task(
-        ctx.stream(
+        ctx.client.stream(
             {"message": ctx.message(scenario), "session_id": session},
             stop_when=observe,
             deadline=ctx.target.stream_deadline,
@@ -114,7 +100,7 @@ async def running_turn(ctx: CheckContext) -> None:
         result = await stream if stream.done() else None
         stream.cancel()
         sign = "a tool_start event" if scenario == "cs-slow-tool" else "its generation reaching the fake LLM"
-        ctx.require(
+        ctx.findings.require(
             False,
             "ABORT-002",
             f"the {scenario} turn never showed it was running ({sign} within 15 s): "
@@ -127,28 +113,27 @@ async def running_turn(ctx: CheckContext) -> None:
     result = await stream
     done_index = result.types.index("done") if "done" in result.types else -1
     ended = sent_at + result.arrivals[done_index] if result.arrivals else time.monotonic()
-    ctx.require(
+    ctx.findings.require(
         result.status == 200 and result.completed,
         "ABORT-002",
         f"after the abort the stream did not end: {describe(result)}",
         result.exchange,
     )
-    ctx.expect(
+    ctx.findings.expect(
         "ABORT-002",
         "done" in result.types,
         f"after the abort the stream ended without a `done` event: {describe(result)}",
         result.exchange,
     )
-    ctx.expect(
+    ctx.findings.expect(
         "ABORT-002",
         ended - aborted_at <= ABORT_WITHIN,
         f"the stream ended {ended - aborted_at:.2f} s after the abort request; expected `done` within "
         f"{ABORT_WITHIN:.0f} s",
         result.exchange,
     )
-    requests = await ctx.llm_requests()
-    later = [r for r in requests if r.get("step") not in (None, 0)]
-    full = "".join(c for s in ctx.env.scripts[scenario]["steps"] for c in s.get("text_chunks", []))
+    later = [r for r in await ctx.llm.main_requests() if r.get("step") != 0]
+    full = script_text(ctx, scenario)
     if scenario == "cs-slow-tool":
         ok = not later and full not in result.content
         message = (
@@ -158,7 +143,7 @@ async def running_turn(ctx: CheckContext) -> None:
     else:
         ok = not later
         message = f"after an abort the turn went on: {len(later)} later generation(s) reached the fake LLM"
-    ctx.expect("ABORT-001", ok, message, result.exchange)
+    ctx.findings.expect("ABORT-001", ok, message, result.exchange)
 
     # ABORT-004: the statistics account for the work done, and the session accepts a new turn.
     first_step = ctx.env.scripts[scenario]["steps"][0]["usage"]
@@ -166,33 +151,33 @@ async def running_turn(ctx: CheckContext) -> None:
     # cs-slow is aborted inside its generation, whose usage the target may never have received.
     alternatives = [(0, 0)] if scenario == "cs-slow-tool" else [(0, 0), cut]
     problems = await _settled_stats(ctx, session, alternatives)
-    ctx.expect("ABORT-004", not problems, "after an aborted turn: " + "; ".join(problems), result.exchange)
+    ctx.findings.expect("ABORT-004", not problems, "after an aborted turn: " + "; ".join(problems), result.exchange)
 
     async def next_turn():
-        attempt = await ctx.stream({"message": ctx.message("cs-plain"), "session_id": session})
+        attempt = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session})
         return attempt if attempt.status != 409 else None
 
-    after = await ctx.wait_for(next_turn, seconds=5, interval=0.5)
-    ctx.require(
+    after = await wait_for(next_turn, seconds=5, interval=0.5)
+    ctx.findings.require(
         after is not None and served(ctx, after),
         "ABORT-004",
         "the session did not serve a new turn after the abort: " + (describe(after) if after else "409 for 5 s"),
         *((after.exchange,) if after else ()),
     )
     problems = await _settled_stats(ctx, session, alternatives)
-    ctx.expect("ABORT-004", not problems, "after an aborted turn and a new one: " + "; ".join(problems))
+    ctx.findings.expect("ABORT-004", not problems, "after an aborted turn and a new one: " + "; ".join(problems))
 
 
 @check("abort.idle_session")
 async def idle_session(ctx: CheckContext) -> None:
-    _require_abort(ctx)
+    require_capability(ctx, "abort")
     session = ctx.session_id()
-    await setup_turn(ctx, "ABORT-003", session)
+    await turn(ctx, "ABORT-003", session, exact=True)
 
     async def state() -> tuple[Any, Any]:
-        history = await ctx.history(session, limit=1000)
-        messages = [{k: v for k, v in m.items() if k != "id"} for m in history["messages"]]  # ids: HISTORY-003's
-        return await ctx.session(session), {**history, "messages": messages}
+        data = await history(ctx, session, "HISTORY-001", limit=1000)
+        messages = [{k: v for k, v in m.items() if k != "id"} for m in data["messages"]]  # ids: HISTORY-003's
+        return await find_session(ctx, session, "LIST-001"), {**data, "messages": messages}
 
     before = await state()
     for attempt in ("after its turn ended", "a second time"):
@@ -205,15 +190,15 @@ async def idle_session(ctx: CheckContext) -> None:
         for key in sorted(set(old) | set(new))
         if old.get(key) != new.get(key)
     ]
-    ctx.expect(
+    ctx.findings.expect(
         "ABORT-003",
         not changed,
         "aborting the session with no running turn changed it: " + "; ".join(changed)[:1500],
     )
-    turn = await ctx.stream({"message": ctx.message("cs-plain"), "session_id": session})
-    ctx.expect(
+    following = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session})
+    ctx.findings.expect(
         "ABORT-003",
-        served(ctx, turn),
-        f"after aborting the idle session, its next turn was not served: {describe(turn)}",
-        turn.exchange,
+        served(ctx, following),
+        f"after aborting the idle session, its next turn was not served: {describe(following)}",
+        following.exchange,
     )

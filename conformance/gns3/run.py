@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import shutil
@@ -67,7 +66,7 @@ def network_namespace_available() -> bool:
 
 
 def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
-    from conformance.engine import run
+    from conformance.engine import run_suite
     from conformance.findings_doc import write_findings
     from conformance.reports import write_reports
     from conformance.reports.console import summary_text
@@ -76,7 +75,7 @@ def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     target = load_target(f"gns3-{VERSION}")
-    result = asyncio.run(run(target, jobs=jobs))
+    result = run_suite(target, jobs=jobs)
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = write_reports(result, report_dir)
     click.echo(summary_text(report_data(result)))

@@ -11,7 +11,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .model import DISPLAY, NOT_RUN, SEVERITY, count, sections, verdict_class
+from ..findings import Verdict
+from .model import DISPLAY, SEVERITY, count, sections, verdict_class
 
 STYLES = {"pass": "bold green", "fail": "bold red", "warn": "bold yellow", "xfail": "bold steel_blue", "neutral": "dim"}
 MESSAGE_LIMIT = 240
@@ -28,7 +29,7 @@ def _one_line(text: str, limit: int = MESSAGE_LIMIT) -> str:
 
 def section_table(data: dict[str, Any]) -> Table:
     totals = count(data["requirements"])
-    columns = [v for v in DISPLAY if totals[v] or v in ("PASS", "FAIL")]
+    columns = [v for v in DISPLAY if totals[v] or v in (Verdict.PASS, Verdict.FAIL)]
     table = Table(title="Requirements per section", box=box.SIMPLE_HEAD, title_justify="left", show_footer=True)
     table.add_column("Section", footer="Total")
     table.add_column("all", justify="right", footer=str(len(data["requirements"])))
@@ -45,7 +46,7 @@ def section_table(data: dict[str, Any]) -> Table:
 
 
 def not_passing_table(data: dict[str, Any]) -> Table | None:
-    entries = [e for e in data["requirements"] if e["verdict"] not in ("PASS", NOT_RUN)]
+    entries = [e for e in data["requirements"] if e["verdict"] not in (Verdict.PASS, Verdict.NOT_RUN)]
     if not entries:
         return None
     entries.sort(key=lambda e: SEVERITY.index(e["verdict"]) if e["verdict"] in SEVERITY else 0)
@@ -107,8 +108,10 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
     table = not_passing_table(data)
     if table is not None:
         parts.append(table)
-    if data["counts"].get(NOT_RUN):
-        parts.append(Text(f"{data['counts'][NOT_RUN]} requirements NOT RUN: their checks were not selected (--only)\n"))
+    if data["counts"].get(Verdict.NOT_RUN):
+        parts.append(
+            Text(f"{data['counts'][Verdict.NOT_RUN]} requirements NOT RUN: their checks were not selected (--only)\n")
+        )
     parts.append(footer(data, files))
     return Group(*parts)
 

@@ -12,7 +12,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from ..findings import PASSED
+from ..findings import Outcome, Verdict
 from .model import DISPLAY, count, sections, verdict_class
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -76,8 +76,8 @@ def _view(data: dict[str, Any]) -> dict[str, Any]:
                 {
                     **entry,
                     "css": verdict_class(entry["verdict"]),
-                    "problems": [f for f in findings if f["outcome"] != PASSED],
-                    "passes": [f for f in findings if f["outcome"] == PASSED],
+                    "problems": [f for f in findings if f["outcome"] != Outcome.PASSED],
+                    "passes": [f for f in findings if f["outcome"] == Outcome.PASSED],
                 }
             )
         grouped.append(
@@ -93,7 +93,9 @@ def _view(data: dict[str, Any]) -> dict[str, Any]:
         "data": data,
         "sections": grouped,
         "display": DISPLAY,
-        "not_passing": [e for s in grouped for e in s["entries"] if e["verdict"] != "PASS" and e["css"] != "neutral"],
+        "not_passing": [
+            e for s in grouped for e in s["entries"] if e["verdict"] != Verdict.PASS and e["css"] != "neutral"
+        ],
     }
 
 

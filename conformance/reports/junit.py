@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from ..findings import ERROR, FAIL, NOT_TESTABLE, PASSED, STALE, WARN, XFAIL
+from ..findings import Outcome, Verdict
 
 # Characters XML 1.0 cannot hold (control characters in a response body would make the file unreadable).
 _INVALID_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -26,7 +26,7 @@ def _details(entry: dict[str, Any]) -> str:
     if entry["note"]:
         lines.append(f"note: {entry['note']}")
     for finding in entry["findings"]:
-        if finding["outcome"] == PASSED:
+        if finding["outcome"] == Outcome.PASSED:
             continue
         lines += ["", f"[{finding['check']}] {finding['outcome']}: {finding['message']}"]
         for evidence in finding["evidence"]:
@@ -72,18 +72,18 @@ def render(data: dict[str, Any]) -> bytes:
             time=f"{_duration(entry, durations):.3f}",
         )
         verdict, message = entry["verdict"], _clean(f"{entry['verdict']} ({entry['level']}): {entry['message']}")
-        if verdict == ERROR:
+        if verdict == Verdict.ERROR:
             tallies["errors"] += 1
             ET.SubElement(case, "error", message=message, type=verdict).text = _clean(_details(entry))
-        elif verdict == NOT_TESTABLE and not entry["failing"]:
+        elif verdict == Verdict.NOT_TESTABLE and not entry["failing"]:
             tallies["skipped"] += 1
             ET.SubElement(case, "skipped", message=_clean(f"NOT TESTABLE, accepted by the baseline: {entry['note']}"))
-        elif verdict in (FAIL, STALE, NOT_TESTABLE):
+        elif verdict in (Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE):
             tallies["failures"] += 1
             ET.SubElement(case, "failure", message=message, type=verdict).text = _clean(_details(entry))
-        elif verdict in (WARN, XFAIL):
+        elif verdict in (Verdict.WARN, Verdict.XFAIL):
             ET.SubElement(case, "system-out").text = _clean(message + "\n\n" + _details(entry))
-        elif verdict != "PASS":  # N/A, EXCLUDED, NOT RUN
+        elif verdict != Verdict.PASS:  # N/A, EXCLUDED, NOT RUN
             tallies["skipped"] += 1
             ET.SubElement(case, "skipped", message=_clean(f"{verdict}: {entry['note']}"))
     suite.set("timestamp", _clean(data["started_at"]))

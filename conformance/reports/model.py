@@ -9,26 +9,34 @@ from typing import Any
 
 import spec
 
-from ..findings import (
-    ERROR,
-    EXCLUDED,
-    FAIL,
-    FAILING_VERDICTS,
-    NOT_APPLICABLE,
-    NOT_TESTABLE,
-    PASS,
-    PASSED,
-    STALE,
-    WARN,
-    XFAIL,
-    Verdict,
-)
+from ..findings import FAILING_VERDICTS, Outcome, RequirementVerdict, Verdict
 
-NOT_RUN = "NOT RUN"  # reports only: the requirement's checks were not selected (`--only`)
 # Worst first: the order of the requirements within a section, and of the "not passing" list.
-SEVERITY = [ERROR, FAIL, STALE, NOT_TESTABLE, WARN, XFAIL, PASS, NOT_APPLICABLE, EXCLUDED, NOT_RUN]
+SEVERITY = [
+    Verdict.ERROR,
+    Verdict.FAIL,
+    Verdict.STALE,
+    Verdict.NOT_TESTABLE,
+    Verdict.WARN,
+    Verdict.XFAIL,
+    Verdict.PASS,
+    Verdict.NOT_APPLICABLE,
+    Verdict.EXCLUDED,
+    Verdict.NOT_RUN,
+]
 # The order of the count columns.
-DISPLAY = [PASS, FAIL, WARN, XFAIL, STALE, NOT_TESTABLE, ERROR, NOT_APPLICABLE, EXCLUDED, NOT_RUN]
+DISPLAY = [
+    Verdict.PASS,
+    Verdict.FAIL,
+    Verdict.WARN,
+    Verdict.XFAIL,
+    Verdict.STALE,
+    Verdict.NOT_TESTABLE,
+    Verdict.ERROR,
+    Verdict.NOT_APPLICABLE,
+    Verdict.EXCLUDED,
+    Verdict.NOT_RUN,
+]
 REDACTED = "<redacted>"
 MIN_SECRET = 8  # shorter known values are not replaced (see Redactor)
 REPORT_FILES = {"json": "conformance.json", "junit": "junit.xml", "html": "report.html", "summary": "summary.txt"}
@@ -43,8 +51,8 @@ _SECRET_FIELD = re.compile(
 
 
 class Redactor:
-    """Replaces every secret of a run by <redacted>: the values the engine kept (`result.secrets`, and
-    `api_keys`/`tokens` when it has them), the credentials of the target file (tokens, passwords), and whatever
+    """Replaces every secret of a run by <redacted>: the values the engine kept (`result.secrets`: API keys and
+    bearer tokens of the run), the credentials of the target file (tokens, passwords), and whatever
     looks like a bearer token, a JWT, an `sk-` API key or the value of a JSON field named like a secret. Dict keys
     are left alone."""
 
@@ -58,8 +66,6 @@ class Redactor:
         found: list[str] = []
         kept = getattr(result, "secrets", None) or {}
         found += [v for v in (kept.values() if isinstance(kept, dict) else kept) if isinstance(v, str)]
-        for name in ("api_keys", "tokens"):
-            found += [v for v in getattr(result, name, None) or [] if isinstance(v, str)]
         target = getattr(result, "target", None)
         auth = (getattr(target, "data", None) or {}).get("auth") or {}
         found += [v for v in (auth.get("tokens") or {}).values() if isinstance(v, str)]
@@ -85,33 +91,35 @@ class Redactor:
         return value
 
 
-def all_verdicts(result: Any) -> list[Verdict]:
+def all_verdicts(result: Any) -> list[RequirementVerdict]:
     """One verdict per requirement of the registry, in registry order (NOT RUN for those `--only` left out)."""
     by_id = {v.id: v for v in result.verdicts}
     verdicts = []
     for record in spec.load_requirements()["requirements"]:
         verdict = by_id.pop(record["id"], None)
-        verdicts.append(verdict or Verdict(record, NOT_RUN, [], "its checks were not selected (--only)"))
+        verdicts.append(
+            verdict or RequirementVerdict(record, Verdict.NOT_RUN, [], "its checks were not selected (--only)")
+        )
     return verdicts + list(by_id.values())  # (ids unknown to the registry: none, unless the engine changes)
 
 
 def is_failing(verdict: str, requirement_id: str, result: Any) -> bool:
     """Whether this verdict fails the run (findings.run_passes, requirement by requirement)."""
     accepted = getattr(getattr(result.target, "baseline", None), "not_testable", {}) or {}
-    if verdict == NOT_TESTABLE and requirement_id in accepted:
+    if verdict == Verdict.NOT_TESTABLE and requirement_id in accepted:
         return False
     return verdict in FAILING_VERDICTS
 
 
 def headline(entry: dict[str, Any]) -> str:
     """The one message that says why a requirement is not a plain pass."""
-    first = next((f["message"] for f in entry["findings"] if f["outcome"] != PASSED), "")
+    first = next((f["message"] for f in entry["findings"] if f["outcome"] != Outcome.PASSED), "")
     verdict, note = entry["verdict"], entry["note"]
-    if verdict == XFAIL:
+    if verdict == Verdict.XFAIL:
         return f"known failure ({note}): {first}" if first else f"known failure: {note}"
-    if verdict in (STALE, NOT_APPLICABLE, EXCLUDED, NOT_RUN):
+    if verdict in (Verdict.STALE, Verdict.NOT_APPLICABLE, Verdict.EXCLUDED, Verdict.NOT_RUN):
         return note
-    if verdict == NOT_TESTABLE and note:
+    if verdict == Verdict.NOT_TESTABLE and note:
         return f"{first} (baseline: {note})" if first else note
     return first or note
 
@@ -153,7 +161,7 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
             "findings": [_finding(f) for f in verdict.findings],
         }
         entry["message"] = headline(entry)
-        if not entry["message"] and verdict.verdict == NOT_TESTABLE:
+        if not entry["message"] and verdict.verdict == Verdict.NOT_TESTABLE:
             missing = [c for c in entry["checks"] if c not in ran]
             entry["message"] = (
                 f"no check judged it: {', '.join(missing)} did not run (no such check in this suite)"
@@ -218,11 +226,11 @@ def count(entries: list[dict[str, Any]]) -> dict[str, int]:
 def verdict_class(verdict: str) -> str:
     """A CSS-friendly family name: red for every verdict that fails a run, never green for NOT TESTABLE."""
     return {
-        PASS: "pass",
-        FAIL: "fail",
-        STALE: "fail",
-        ERROR: "fail",
-        NOT_TESTABLE: "fail",
-        WARN: "warn",
-        XFAIL: "xfail",
+        Verdict.PASS: "pass",
+        Verdict.FAIL: "fail",
+        Verdict.STALE: "fail",
+        Verdict.ERROR: "fail",
+        Verdict.NOT_TESTABLE: "fail",
+        Verdict.WARN: "warn",
+        Verdict.XFAIL: "xfail",
     }.get(verdict, "neutral")

@@ -17,7 +17,8 @@ from click.testing import CliRunner
 
 import spec
 from conformance.__main__ import arguments
-from conformance.cli import cli, selected_checks
+from conformance.checks import select
+from conformance.cli import cli
 from conformance.pytest_plugin import REQUIREMENT_TESTS
 
 from .test_target_file import minimal
@@ -77,11 +78,11 @@ def test_jobs_must_be_positive():
     assert invoke("run", "--jobs", "0").exit_code == 2
 
 
-def test_selected_checks_by_prefix():
-    every = selected_checks(None)
-    assert "stream.framing" in every
-    assert selected_checks(["stream.framing"]) == ["stream.framing"]
-    assert set(selected_checks(["stream."])) == {c for c in every if c.startswith("stream.")}
+def test_checks_are_selected_by_id_prefix():
+    every = [c.id for c in select(None)]
+    assert "framing.frames" in every
+    assert [c.id for c in select(["framing.frames"])] == ["framing.frames"]
+    assert {c.id for c in select(["framing."])} == {c for c in every if c.startswith("framing.")}
 
 
 def test_targets_lists_the_built_in_targets():
@@ -196,7 +197,7 @@ def test_end_to_end_against_the_reference_server(tmp_path):
             "-p",
             "no:cacheprovider",
             "--only",
-            "stream.framing",
+            "framing.frames",
             "--report-dir",
             str(plugin_reports),
         ],
@@ -207,7 +208,7 @@ def test_end_to_end_against_the_reference_server(tmp_path):
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
     data = check_reports(plugin_reports)
-    framing = [r for r in data["requirements"] if "stream.framing" in r["checks"]]
+    framing = [r for r in data["requirements"] if "framing.frames" in r["checks"]]
     assert framing and all(r["verdict"] == "PASS" for r in framing)
     passed = len(framing)
     skipped = len(IDS) - passed
@@ -235,14 +236,14 @@ def test_a_target_that_does_not_start_is_a_harness_error_with_reports(tmp_path):
 
 def test_an_exception_the_engine_lets_through_becomes_error_verdicts(monkeypatch):
     import conformance.engine
-    from conformance.cli import execute
+    from conformance.engine import run_suite
     from conformance.target import parse_target
 
     async def broken_prepare(*args, **kwargs):  # a bug of the suite's own, during provisioning
         raise KeyError("tokens")
 
     monkeypatch.setattr(conformance.engine, "prepare", broken_prepare)
-    result = execute(parse_target(minimal()), only=["stream.framing"])
+    result = run_suite(parse_target(minimal()), only=["framing.frames"])
     assert result.passed is False
     assert result.harness_error.startswith("harness error: KeyError")
     assert {v.verdict for v in result.verdicts} <= {"ERROR", "N/A", "EXCLUDED"}

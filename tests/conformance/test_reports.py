@@ -12,25 +12,10 @@ import pytest
 
 import spec
 from conformance.engine import CheckRun, RunResult
-from conformance.findings import (
-    ERROR,
-    EXCLUDED,
-    FAIL,
-    FAILED,
-    HARNESS_ERROR,
-    NOT_APPLICABLE,
-    NOT_TESTABLE,
-    PASS,
-    PASSED,
-    STALE,
-    WARN,
-    XFAIL,
-    Finding,
-    Verdict,
-)
+from conformance.findings import Finding, Outcome, RequirementVerdict, Verdict
 from conformance.reports import report_data, write_reports
 from conformance.reports.console import summary_text
-from conformance.reports.model import NOT_RUN, Redactor
+from conformance.reports.model import Redactor
 
 from .test_target_file import minimal
 
@@ -45,8 +30,25 @@ OPAQUE_BEARER = "opaqueBearerValue1234"
 SECRETS = [API_KEY, JWT, KEPT_SECRET, TARGET_TOKEN, OPAQUE_BEARER]
 HOSTILE = "<script>alert('x')</script>"
 
-VERDICTS = [PASS, FAIL, WARN, XFAIL, STALE, NOT_TESTABLE, ERROR, NOT_APPLICABLE, EXCLUDED]
-OUTCOME = {FAIL: FAILED, WARN: FAILED, XFAIL: FAILED, STALE: PASSED, NOT_TESTABLE: NOT_TESTABLE, ERROR: HARNESS_ERROR}
+VERDICTS = [
+    Verdict.PASS,
+    Verdict.FAIL,
+    Verdict.WARN,
+    Verdict.XFAIL,
+    Verdict.STALE,
+    Verdict.NOT_TESTABLE,
+    Verdict.ERROR,
+    Verdict.NOT_APPLICABLE,
+    Verdict.EXCLUDED,
+]
+OUTCOME = {
+    Verdict.FAIL: Outcome.FAILED,
+    Verdict.WARN: Outcome.FAILED,
+    Verdict.XFAIL: Outcome.FAILED,
+    Verdict.STALE: Outcome.PASSED,
+    Verdict.NOT_TESTABLE: Outcome.NOT_TESTABLE,
+    Verdict.ERROR: Outcome.HARNESS_ERROR,
+}
 
 
 def evidence(status=500, events=None):
@@ -77,15 +79,15 @@ def synthetic_result(records=RECORDS, *, passed=False, harness_error=None) -> Ru
     verdicts = []
     for record, verdict in zip(records, cycle(VERDICTS), strict=False):
         findings = []
-        if verdict == PASS:
-            findings = [Finding(record["id"], PASSED, "ok", "x.check", [evidence(200)])]
+        if verdict == Verdict.PASS:
+            findings = [Finding(record["id"], Outcome.PASSED, "ok", "x.check", [evidence(200)])]
         elif verdict in OUTCOME:
             message = (
                 f"sent a turn, the server answered 500 with Authorization: Bearer {JWT} and {KEPT_SECRET} "
                 f"and Bearer {OPAQUE_BEARER} in it; expected 200 {HOSTILE}"
             )
             findings = [
-                Finding(record["id"], PASSED, "ok", "x.first", [evidence(200)]),
+                Finding(record["id"], Outcome.PASSED, "ok", "x.first", [evidence(200)]),
                 Finding(
                     record["id"],
                     OUTCOME[verdict],
@@ -94,12 +96,15 @@ def synthetic_result(records=RECORDS, *, passed=False, harness_error=None) -> Ru
                     [evidence(), evidence(200, [{"type": "content", "content": API_KEY}])],
                 ),
             ]
-        note = {XFAIL: "known: issue 12", STALE: "baseline lists it as failing (r), but it is passed"}.get(verdict, "")
-        if verdict == NOT_APPLICABLE:
+        note = {
+            Verdict.XFAIL: "known: issue 12",
+            Verdict.STALE: "baseline lists it as failing (r), but it is passed",
+        }.get(verdict, "")
+        if verdict == Verdict.NOT_APPLICABLE:
             note = "capability `abort` not declared"
-        if verdict == EXCLUDED:
+        if verdict == Verdict.EXCLUDED:
             note = "not observable"
-        verdicts.append(Verdict(record, verdict, findings, note))
+        verdicts.append(RequirementVerdict(record, verdict, findings, note))
     result = RunResult(
         target=target,
         base_url="http://127.0.0.1:3080",
@@ -139,15 +144,15 @@ def test_json_holds_the_run_and_every_requirement(written):
     assert data["passed"] is False
     expected = {v: sum(1 for _, x in zip(IDS, cycle(VERDICTS), strict=False) if x == v) for v in VERDICTS}
     assert {k: v for k, v in data["counts"].items() if k in expected} == expected
-    assert data["counts"][NOT_RUN] == 0
+    assert data["counts"][Verdict.NOT_RUN] == 0
     by_id = {r["id"]: r for r in data["requirements"]}
     for record in RECORDS:
         entry = by_id[record["id"]]
         assert entry["level"] == record["level"] and entry["section"] == record["section"]
         assert entry["text"] == record["text"] and entry["capability"] == record.get("capability")
         assert entry["checks"] == record.get("checks", [])
-    failing = next(r for r in data["requirements"] if r["verdict"] == FAIL)
-    problem = next(f for f in failing["findings"] if f["outcome"] == FAILED)
+    failing = next(r for r in data["requirements"] if r["verdict"] == Verdict.FAIL)
+    problem = next(f for f in failing["findings"] if f["outcome"] == Outcome.FAILED)
     assert problem["check"] == "x.check" and problem["message"].startswith("sent a turn")
     assert set(problem["evidence"][0]) == {"request", "response", "reproduction"}
     assert problem["evidence"][0]["reproduction"].startswith("curl ")
@@ -168,21 +173,23 @@ def test_junit_has_one_testcase_per_requirement_by_verdict(written):
         verdict = verdict_of[rid]
         assert case.get("classname") == next(r["section"] for r in RECORDS if r["id"] == rid)
         children = {child.tag for child in case}
-        if verdict in (FAIL, STALE, NOT_TESTABLE):
+        if verdict in (Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE):
             assert children == {"failure"} and case.find("failure").get("type") == verdict
-        elif verdict == ERROR:
+        elif verdict == Verdict.ERROR:
             assert children == {"error"}
-        elif verdict in (NOT_APPLICABLE, EXCLUDED):
+        elif verdict in (Verdict.NOT_APPLICABLE, Verdict.EXCLUDED):
             assert children == {"skipped"}
-        elif verdict in (WARN, XFAIL):
+        elif verdict in (Verdict.WARN, Verdict.XFAIL):
             assert children == {"system-out"} and verdict in case.find("system-out").text
         else:
             assert children == set()
-    failures = sum(1 for v in verdict_of.values() if v in (FAIL, STALE, NOT_TESTABLE))
+    failures = sum(1 for v in verdict_of.values() if v in (Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE))
     assert suite.get("tests") == str(len(IDS)) and suite.get("failures") == str(failures)
-    assert suite.get("errors") == str(sum(1 for v in verdict_of.values() if v == ERROR))
-    assert suite.get("skipped") == str(sum(1 for v in verdict_of.values() if v in (NOT_APPLICABLE, EXCLUDED)))
-    failure = next(c for c in cases if verdict_of[c.get("name")] == FAIL).find("failure")
+    assert suite.get("errors") == str(sum(1 for v in verdict_of.values() if v == Verdict.ERROR))
+    assert suite.get("skipped") == str(
+        sum(1 for v in verdict_of.values() if v in (Verdict.NOT_APPLICABLE, Verdict.EXCLUDED))
+    )
+    failure = next(c for c in cases if verdict_of[c.get("name")] == Verdict.FAIL).find("failure")
     assert "sent a turn" in failure.get("message") and "reproduce: curl" in failure.text
 
 
@@ -217,11 +224,18 @@ def test_html_lists_every_requirement_with_its_colour(written):
     parser = Tags()
     parser.feed(files["report.html"].read_text())
     assert set(parser.articles) == set(IDS)
-    colour = {PASS: "pass", FAIL: "fail", STALE: "fail", NOT_TESTABLE: "fail", ERROR: "fail", WARN: "warn"}
-    colour |= {XFAIL: "xfail", NOT_APPLICABLE: "neutral", EXCLUDED: "neutral"}
+    colour = {
+        Verdict.PASS: "pass",
+        Verdict.FAIL: "fail",
+        Verdict.STALE: "fail",
+        Verdict.NOT_TESTABLE: "fail",
+        Verdict.ERROR: "fail",
+        Verdict.WARN: "warn",
+    }
+    colour |= {Verdict.XFAIL: "xfail", Verdict.NOT_APPLICABLE: "neutral", Verdict.EXCLUDED: "neutral"}
     for rid, verdict in zip(IDS, cycle(VERDICTS), strict=False):
         assert colour[verdict] in parser.articles[rid], (rid, verdict, parser.articles[rid])
-        if verdict in (NOT_TESTABLE, ERROR):
+        if verdict in (Verdict.NOT_TESTABLE, Verdict.ERROR):
             assert "pass" not in parser.articles[rid]
 
 
@@ -241,8 +255,8 @@ def test_no_secret_survives_in_any_report(written):
         for secret in SECRETS:
             assert secret not in text, (name, secret)
     data = json.loads(files["conformance.json"].read_text())
-    failing = next(r for r in data["requirements"] if r["verdict"] == FAIL)
-    message = next(f for f in failing["findings"] if f["outcome"] == FAILED)["message"]
+    failing = next(r for r in data["requirements"] if r["verdict"] == Verdict.FAIL)
+    message = next(f for f in failing["findings"] if f["outcome"] == Outcome.FAILED)["message"]
     assert message.count("<redacted>") == 3 and "Bearer <redacted>" in message
     assert "Bearer $TOKEN" in files["conformance.json"].read_text()  # the placeholder of the curl lines stays
 
@@ -253,7 +267,7 @@ def test_summary_text(written):
     assert "run took 12.3 s" in text and "my-server" in text and "http://127.0.0.1:3080" in text
     assert "RESULT: FAILED" in text
     for rid, verdict in zip(IDS, cycle(VERDICTS), strict=False):
-        assert (rid in text) == (verdict != PASS), rid
+        assert (rid in text) == (verdict != Verdict.PASS), rid
     for path in files.values():
         assert str(path) in text
 
@@ -263,8 +277,8 @@ def test_requirements_without_a_verdict_are_reported_not_run(tmp_path):
     paths = write_reports(result, tmp_path)
     data = json.loads(paths[0].read_text())
     assert [r["id"] for r in data["requirements"]] == IDS
-    assert {r["verdict"] for r in data["requirements"][5:]} == {NOT_RUN}
-    assert data["counts"][NOT_RUN] == len(IDS) - 5
+    assert {r["verdict"] for r in data["requirements"][5:]} == {Verdict.NOT_RUN}
+    assert data["counts"][Verdict.NOT_RUN] == len(IDS) - 5
     cases = ET.parse(paths[1]).getroot().find("testsuite").findall("testcase")
     assert [c.get("name") for c in cases] == IDS
     assert all(c.find("skipped") is not None for c in cases[5:])

@@ -9,28 +9,9 @@ import pytest
 
 import spec
 from conformance.checks import CheckSpec
-from conformance.context import NotTestable
 from conformance.engine import run_check
-from conformance.findings import (
-    ERROR,
-    EXCLUDED,
-    FAIL,
-    FAILED,
-    HARNESS_ERROR,
-    NOT_APPLICABLE,
-    NOT_TESTABLE,
-    PASS,
-    PASSED,
-    STALE,
-    UNTESTABLE,
-    WARN,
-    XFAIL,
-    Finding,
-    judge,
-    run_passes,
-)
-
-NOT_TESTABLE_OUTCOME = UNTESTABLE  # what a check records; NOT_TESTABLE is the verdict
+from conformance.errors import NotTestable
+from conformance.findings import Finding, Outcome, Verdict, judge, run_passes
 
 
 def record(level="MUST", capability=None, rid="X-001", **extra):
@@ -58,8 +39,9 @@ def passes(verdict, not_testable=None):
     return run_passes([verdict], not_testable or {})
 
 
-def test_the_verdict_names_are_the_documented_ones():
-    assert (PASS, FAIL, WARN, XFAIL, STALE, NOT_TESTABLE, NOT_APPLICABLE, EXCLUDED, ERROR) == (
+def test_the_verdict_and_outcome_values_are_the_documented_ones():
+    # conformance.json, the JUnit file and baselines carry these strings: they never change.
+    assert [v.value for v in Verdict] == [
         "PASS",
         "FAIL",
         "WARN",
@@ -69,139 +51,143 @@ def test_the_verdict_names_are_the_documented_ones():
         "N/A",
         "EXCLUDED",
         "ERROR",
-    )
+        "NOT RUN",
+    ]
+    assert [o.value for o in Outcome] == ["passed", "failed", "not_testable", "harness_error"]
 
 
 def test_all_passed_is_pass():
-    verdict = verdict_of(record(), [found(PASSED), found(PASSED)])
-    assert verdict.verdict == PASS and passes(verdict)
+    verdict = verdict_of(record(), [found(Outcome.PASSED), found(Outcome.PASSED)])
+    assert verdict.verdict == Verdict.PASS and passes(verdict)
 
 
 def test_a_failing_must_fails_the_run():
-    verdict = verdict_of(record("MUST"), [found(PASSED), found(FAILED, message="sent X, got Y, expected Z")])
-    assert verdict.verdict == FAIL
+    verdict = verdict_of(
+        record("MUST"), [found(Outcome.PASSED), found(Outcome.FAILED, message="sent X, got Y, expected Z")]
+    )
+    assert verdict.verdict == Verdict.FAIL
     assert not passes(verdict)
-    assert [f.message for f in verdict.findings if f.outcome == FAILED] == ["sent X, got Y, expected Z"]
+    assert [f.message for f in verdict.findings if f.outcome == Outcome.FAILED] == ["sent X, got Y, expected Z"]
 
 
 def test_a_failing_should_warns_and_the_run_passes():
-    verdict = verdict_of(record("SHOULD"), [found(FAILED)])
-    assert verdict.verdict == WARN
+    verdict = verdict_of(record("SHOULD"), [found(Outcome.FAILED)])
+    assert verdict.verdict == Verdict.WARN
     assert passes(verdict)
 
 
 def test_a_may_without_capability_is_not_applicable_whatever_the_findings():
-    for findings in ([], [found(FAILED)], [found(PASSED)]):
+    for findings in ([], [found(Outcome.FAILED)], [found(Outcome.PASSED)]):
         verdict = verdict_of(record("MAY"), findings)
-        assert verdict.verdict == NOT_APPLICABLE
+        assert verdict.verdict == Verdict.NOT_APPLICABLE
         assert verdict.note == "MAY without a capability: nothing to require"
         assert passes(verdict)
 
 
 def test_an_undeclared_capability_is_not_applicable():
-    verdict = verdict_of(record("MUST", capability="abort"), [found(FAILED)], capabilities=["db_access"])
-    assert verdict.verdict == NOT_APPLICABLE
+    verdict = verdict_of(record("MUST", capability="abort"), [found(Outcome.FAILED)], capabilities=["db_access"])
+    assert verdict.verdict == Verdict.NOT_APPLICABLE
     assert verdict.note == "capability `abort` not declared"
     assert passes(verdict)
 
 
 @pytest.mark.parametrize("level", ["MAY", "MUST"])
 def test_a_declared_capability_that_fails_fails_the_run(level):
-    verdict = verdict_of(record(level, capability="abort"), [found(FAILED)], capabilities=["abort"])
-    assert verdict.verdict == FAIL
+    verdict = verdict_of(record(level, capability="abort"), [found(Outcome.FAILED)], capabilities=["abort"])
+    assert verdict.verdict == Verdict.FAIL
     assert not passes(verdict)
 
 
 def test_a_declared_capability_that_passes():
-    verdict = verdict_of(record("MAY", capability="abort"), [found(PASSED)], capabilities=["abort"])
-    assert verdict.verdict == PASS
+    verdict = verdict_of(record("MAY", capability="abort"), [found(Outcome.PASSED)], capabilities=["abort"])
+    assert verdict.verdict == Verdict.PASS
 
 
 def test_the_real_abort_requirement_is_a_may_of_the_abort_capability():
     abort = next(r for r in spec.load_requirements()["requirements"] if r["id"] == "ABORT-001")
-    assert verdict_of(abort, [found(FAILED, "ABORT-001")], capabilities=["abort"]).verdict == FAIL
-    assert verdict_of(abort, [found(FAILED, "ABORT-001")]).verdict == NOT_APPLICABLE
+    assert verdict_of(abort, [found(Outcome.FAILED, "ABORT-001")], capabilities=["abort"]).verdict == Verdict.FAIL
+    assert verdict_of(abort, [found(Outcome.FAILED, "ABORT-001")]).verdict == Verdict.NOT_APPLICABLE
 
 
 def test_not_testable_is_red_and_fails_the_run():
-    verdict = verdict_of(record(), [found(PASSED), found(NOT_TESTABLE_OUTCOME)])
-    assert verdict.verdict == NOT_TESTABLE
+    verdict = verdict_of(record(), [found(Outcome.PASSED), found(Outcome.NOT_TESTABLE)])
+    assert verdict.verdict == Verdict.NOT_TESTABLE
     assert not passes(verdict)
 
 
 def test_no_finding_at_all_is_not_testable():
     verdict = verdict_of(record(), [])
-    assert verdict.verdict == NOT_TESTABLE
+    assert verdict.verdict == Verdict.NOT_TESTABLE
     assert not passes(verdict)
 
 
 def test_a_should_not_testable_still_fails_the_run():
-    assert not passes(verdict_of(record("SHOULD"), [found(NOT_TESTABLE_OUTCOME)]))
+    assert not passes(verdict_of(record("SHOULD"), [found(Outcome.NOT_TESTABLE)]))
 
 
 def test_not_testable_accepted_by_the_baseline_passes_the_run_but_stays_not_testable():
     accepted = {"X-001": "the database is remote"}
-    verdict = verdict_of(record(), [found(NOT_TESTABLE_OUTCOME)], not_testable=accepted)
-    assert verdict.verdict == NOT_TESTABLE and verdict.note == "the database is remote"
+    verdict = verdict_of(record(), [found(Outcome.NOT_TESTABLE)], not_testable=accepted)
+    assert verdict.verdict == Verdict.NOT_TESTABLE and verdict.note == "the database is remote"
     assert passes(verdict, accepted)
     assert not passes(verdict)  # only the baseline makes it acceptable
 
 
 def test_accepted_not_testable_but_testable_now_is_stale():
     accepted = {"X-001": "the database is remote"}
-    verdict = verdict_of(record(), [found(PASSED)], not_testable=accepted)
-    assert verdict.verdict == STALE
+    verdict = verdict_of(record(), [found(Outcome.PASSED)], not_testable=accepted)
+    assert verdict.verdict == Verdict.STALE
     assert "baseline says not testable (the database is remote), but it is passed" == verdict.note
     assert not passes(verdict, accepted)
 
 
 def test_a_listed_failure_is_xfail_and_the_run_passes():
     known = {"X-001": "issue #12"}
-    verdict = verdict_of(record(), [found(FAILED)], known_failures=known)
-    assert verdict.verdict == XFAIL and verdict.note == "issue #12"
+    verdict = verdict_of(record(), [found(Outcome.FAILED)], known_failures=known)
+    assert verdict.verdict == Verdict.XFAIL and verdict.note == "issue #12"
     assert passes(verdict)
 
 
 @pytest.mark.parametrize(
     ("outcome", "described"),
-    [(PASSED, "passed"), (NOT_TESTABLE_OUTCOME, "not testable"), (HARNESS_ERROR, "harness error")],
+    [(Outcome.PASSED, "passed"), (Outcome.NOT_TESTABLE, "not testable"), (Outcome.HARNESS_ERROR, "harness error")],
 )
 def test_a_listed_failure_that_no_longer_fails_as_listed_is_stale(outcome, described):
     verdict = verdict_of(record(), [found(outcome)], known_failures={"X-001": "issue #12"})
-    assert verdict.verdict == STALE
+    assert verdict.verdict == Verdict.STALE
     assert verdict.note.lower() == f"baseline lists it as failing (issue #12), but it is {described}"
     assert not passes(verdict)
 
 
 def test_a_listed_should_failure_is_xfail_not_warn():
-    assert verdict_of(record("SHOULD"), [found(FAILED)], known_failures={"X-001": "r"}).verdict == XFAIL
+    assert verdict_of(record("SHOULD"), [found(Outcome.FAILED)], known_failures={"X-001": "r"}).verdict == Verdict.XFAIL
 
 
 def test_a_harness_error_is_error_and_fails_the_run():
-    verdict = verdict_of(record(), [found(PASSED), found(HARNESS_ERROR)])
-    assert verdict.verdict == ERROR
+    verdict = verdict_of(record(), [found(Outcome.PASSED), found(Outcome.HARNESS_ERROR)])
+    assert verdict.verdict == Verdict.ERROR
     assert not passes(verdict)
 
 
 def test_a_failure_outweighs_a_harness_error_and_not_testable():
-    verdict = verdict_of(record(), [found(HARNESS_ERROR), found(NOT_TESTABLE_OUTCOME), found(FAILED)])
-    assert verdict.verdict == FAIL
+    verdict = verdict_of(record(), [found(Outcome.HARNESS_ERROR), found(Outcome.NOT_TESTABLE), found(Outcome.FAILED)])
+    assert verdict.verdict == Verdict.FAIL
 
 
 def test_a_harness_error_outweighs_not_testable():
-    assert verdict_of(record(), [found(NOT_TESTABLE_OUTCOME), found(HARNESS_ERROR)]).verdict == ERROR
+    assert verdict_of(record(), [found(Outcome.NOT_TESTABLE), found(Outcome.HARNESS_ERROR)]).verdict == Verdict.ERROR
 
 
 def test_excluded_requirements_are_excluded_with_their_reason():
-    verdict = verdict_of(record(excluded="not observable"), [found(FAILED)])
-    assert verdict.verdict == EXCLUDED and verdict.note == "not observable"
+    verdict = verdict_of(record(excluded="not observable"), [found(Outcome.FAILED)])
+    assert verdict.verdict == Verdict.EXCLUDED and verdict.note == "not observable"
     assert passes(verdict)
 
 
 def test_one_failing_verdict_fails_the_whole_run():
-    good = verdict_of(record(rid="A-1"), [found(PASSED, "A-1")])
-    warn = verdict_of(record("SHOULD", rid="A-2"), [found(FAILED, "A-2")])
-    bad = verdict_of(record(rid="A-3"), [found(FAILED, "A-3")])
+    good = verdict_of(record(rid="A-1"), [found(Outcome.PASSED, "A-1")])
+    warn = verdict_of(record("SHOULD", rid="A-2"), [found(Outcome.FAILED, "A-2")])
+    bad = verdict_of(record(rid="A-3"), [found(Outcome.FAILED, "A-3")])
     assert run_passes([good, warn], {})
     assert not run_passes([good, warn, bad], {})
 
@@ -219,67 +205,67 @@ def outcomes(check_run):
 
 def test_a_check_that_judges_everything():
     async def check(ctx):
-        ctx.passed("A-1")
-        ctx.expect("A-2", False, "got 500, expected 200")
+        ctx.findings.passed("A-1")
+        ctx.findings.expect("A-2", False, "got 500, expected 200")
 
     result = run_one(check)
-    assert outcomes(result) == {"A-1": (PASSED, "ok"), "A-2": (FAILED, "got 500, expected 200")}
+    assert outcomes(result) == {"A-1": (Outcome.PASSED, "ok"), "A-2": (Outcome.FAILED, "got 500, expected 200")}
     assert result.id == "x.check" and result.duration >= 0
 
 
 def test_a_requirement_the_check_forgot_is_a_harness_error():
     async def check(ctx):
-        ctx.passed("A-1")
+        ctx.findings.passed("A-1")
 
     outcome, message = outcomes(run_one(check))["A-2"]
-    assert outcome == HARNESS_ERROR and message == "the check ended without judging this requirement"
+    assert outcome == Outcome.HARNESS_ERROR and message == "the check ended without judging this requirement"
 
 
 def test_a_blocked_check_fails_that_requirement_and_the_rest_is_not_reached():
     async def check(ctx):
-        ctx.require(False, "A-1", "the session was not created")
+        ctx.findings.require(False, "A-1", "the session was not created")
 
     found_ = outcomes(run_one(check))
-    assert found_["A-1"] == (FAILED, "the session was not created")
-    assert found_["A-2"][0] == NOT_TESTABLE_OUTCOME
+    assert found_["A-1"] == (Outcome.FAILED, "the session was not created")
+    assert found_["A-2"][0] == Outcome.NOT_TESTABLE
     assert found_["A-2"][1].startswith("not reached: the check stopped when A-1 failed")
 
 
 def test_not_testable_raised_makes_the_unjudged_requirements_not_testable():
     async def check(ctx):
-        ctx.passed("A-1")
+        ctx.findings.passed("A-1")
         raise NotTestable("the target declares no slow tool")
 
     assert outcomes(run_one(check)) == {
-        "A-1": (PASSED, "ok"),
-        "A-2": (NOT_TESTABLE_OUTCOME, "the target declares no slow tool"),
+        "A-1": (Outcome.PASSED, "ok"),
+        "A-2": (Outcome.NOT_TESTABLE, "the target declares no slow tool"),
     }
 
 
 def test_a_crashing_check_is_a_harness_error_of_what_it_did_not_judge():
     async def check(ctx):
-        ctx.passed("A-1")
+        ctx.findings.passed("A-1")
         raise KeyError("oops")
 
     found_ = outcomes(run_one(check))
-    assert found_["A-1"] == (PASSED, "ok")
-    assert found_["A-2"][0] == HARNESS_ERROR and "KeyError" in found_["A-2"][1]
+    assert found_["A-1"] == (Outcome.PASSED, "ok")
+    assert found_["A-2"][0] == Outcome.HARNESS_ERROR and "KeyError" in found_["A-2"][1]
 
 
 def test_what_ctx_not_testable_records_is_judged_not_testable():
     async def check(ctx):
-        ctx.passed("A-1")
-        ctx.not_testable("A-2", "no second user")
+        ctx.findings.passed("A-1")
+        ctx.findings.not_testable("A-2", "no second user")
 
     findings = run_one(check).findings
     verdict = verdict_of(record(rid="A-2"), [f for f in findings if f.requirement == "A-2"])
-    assert verdict.verdict == NOT_TESTABLE and not passes(verdict)
+    assert verdict.verdict == Verdict.NOT_TESTABLE and not passes(verdict)
 
 
 def test_a_check_may_not_judge_a_requirement_it_does_not_list():
     async def check(ctx):
-        ctx.passed("B-9")
+        ctx.findings.passed("B-9")
 
     found_ = outcomes(run_one(check))
-    assert {outcome for outcome, _ in found_.values()} == {HARNESS_ERROR}
+    assert {outcome for outcome, _ in found_.values()} == {Outcome.HARNESS_ERROR}
     assert "B-9" not in found_ and "does not list" in found_["A-1"][1]

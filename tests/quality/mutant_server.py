@@ -1,17 +1,21 @@
 """`python -m tests.quality.mutant_server NAME [reference server options]`: the reference server with one
-mutant of tests/quality/mutants.py applied, for the conformance suite to judge over HTTP."""
+mutant of tests/quality/mutants.py (or one answer breaker of answer_breakers.py) applied, for the conformance
+suite to judge over HTTP."""
 
 from __future__ import annotations
 
 import sys
 
+from tests.quality.answer_breakers import BREAKERS
 from tests.quality.mutants import MUTANTS
+
+VARIANTS = {**MUTANTS, **BREAKERS}
 
 
 def main() -> None:
-    if len(sys.argv) < 2 or sys.argv[1] not in MUTANTS:
-        sys.exit(f"usage: python -m tests.quality.mutant_server NAME [options]; names: {', '.join(sorted(MUTANTS))}")
-    MUTANTS[sys.argv[1]].apply()
+    if len(sys.argv) < 2 or sys.argv[1] not in VARIANTS:
+        sys.exit(f"usage: python -m tests.quality.mutant_server NAME [options]; names: {', '.join(sorted(VARIANTS))}")
+    VARIANTS[sys.argv[1]].apply()
     sys.argv = [sys.argv[0], *sys.argv[2:]]
     from reference_server.cli import main as serve
 

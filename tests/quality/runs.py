@@ -8,9 +8,10 @@ import copy
 from functools import cache
 
 from conformance.engine import RunResult, run
-from conformance.findings import EXCLUDED, NOT_APPLICABLE, PASS
+from conformance.findings import Verdict
 from conformance.target import Target, load_target, parse_target
 
+from .answer_breakers import BREAKERS
 from .mutants import MUTANTS
 
 CONCURRENT_RUNS = 2  # 2 cores: more would make timing rules (heartbeat gaps, concurrency) flaky
@@ -29,7 +30,11 @@ def mutant_target(name: str) -> Target:
 
 def not_passing(result: RunResult) -> dict[str, str]:
     """Requirement id -> verdict, for every verdict that is not a pass (N/A and EXCLUDED are not judged)."""
-    return {v.id: v.verdict for v in result.verdicts if v.verdict not in (PASS, NOT_APPLICABLE, EXCLUDED)}
+    return {
+        v.id: v.verdict
+        for v in result.verdicts
+        if v.verdict not in (Verdict.PASS, Verdict.NOT_APPLICABLE, Verdict.EXCLUDED)
+    }
 
 
 @cache
@@ -42,6 +47,20 @@ def mutant_runs() -> dict[str, RunResult]:
                 return name, await run(mutant_target(name))
 
         return dict(await asyncio.gather(*(one(name) for name in MUTANTS)))
+
+    return asyncio.run(all_runs())
+
+
+@cache
+def breaker_runs() -> dict[str, RunResult]:
+    async def all_runs() -> dict[str, RunResult]:
+        gate = asyncio.Semaphore(CONCURRENT_RUNS)
+
+        async def one(name: str) -> tuple[str, RunResult]:
+            async with gate:
+                return name, await run(mutant_target(name))
+
+        return dict(await asyncio.gather(*(one(name) for name in BREAKERS)))
 
     return asyncio.run(all_runs())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.findings import FAIL, WARN
+from conformance.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
 from .runs import mutant_runs, not_passing, reference_run
@@ -30,7 +30,7 @@ def test_each_mutant_fails_exactly_what_it_breaks(name):
     assert result.harness_error is None, result.harness_error
     failing = not_passing(result)
     details = {
-        rid: [f.message[:300] for f in v.findings if f.outcome != "passed"][:2]
+        rid: [f.message[:300] for f in v.findings if f.outcome != Outcome.PASSED][:2]
         for v in result.verdicts
         for rid in [v.id]
         if rid in failing
@@ -38,5 +38,5 @@ def test_each_mutant_fails_exactly_what_it_breaks(name):
     assert mutant.targets <= set(failing), f"{name}: targets not failing; failing: {details}"
     assert set(failing) == mutant.targets | mutant.consequences, f"{name}: {details}"
     for rid in mutant.targets:
-        assert failing[rid] in (FAIL, WARN), (rid, failing[rid], details.get(rid))
-    assert not result.passed or all(v == WARN for v in failing.values())
+        assert failing[rid] in (Verdict.FAIL, Verdict.WARN), (rid, failing[rid], details.get(rid))
+    assert not result.passed or all(v == Verdict.WARN for v in failing.values())

@@ -1,7 +1,9 @@
-"""CONTRACT-001 by generated requests: Schemathesis draws valid (positive) and invalid (negative) requests for
+"""Errors (ERROR-*, CONTRACT-001): 4xx bodies `{message, code, details?}` with the contract's codes, and every
+operation's answers, to generated valid and invalid requests, documented in openapi.yaml.
+
+CONTRACT-001 by generated requests: Schemathesis draws valid (positive) and invalid (negative) requests for
 every operation of spec/openapi.yaml; each is sent over HTTP as the main user, in the opened project, and its
 answer must have a status documented for the operation and a body that validates against the documented schema.
-
 Generation is deterministic (a fixed Hypothesis seed) and small (a few examples per operation and mode), and
 runs in a worker thread. The suite rewrites a few parts of each case so that it reaches the implementation:
 the bearer token is the main user's, the project is the run's opened project, about half of the valid cases
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import uuid
 from collections import Counter
 from functools import cache
 from typing import Any
@@ -20,10 +23,133 @@ from typing import Any
 import spec
 
 from ..context import CheckContext
-from ..exchanges import Exchange
-from ..findings import PASSED, Finding
+from ..exchanges import Exchange, json_or_none
+from ..operations import chat_endpoints, operation
 from ..responses import response_violations
 from . import check
+from .support import call_operation, error_code, got, turn
+
+
+def _error_body_problems(exchange: Exchange) -> list[str]:
+    if not (exchange.content_type or "").startswith("application/json"):
+        return [f"content type {exchange.content_type!r}, not application/json"]
+    payload = json_or_none(exchange.body)
+    if payload is None and exchange.body.strip() != "null":
+        return [f"the body is not JSON: {exchange.body[:200]!r}"]
+    validator = spec.schema_validator(spec.SCHEMAS_DIR / "error-body.json")
+    return [
+        f"{error.message} at /{'/'.join(map(str, error.absolute_path))}" for error in validator.iter_errors(payload)
+    ]
+
+
+@check("errors.codes")
+async def codes(ctx: CheckContext) -> None:
+    missing = ctx.session_id("missing")
+    history = f"/sessions/{missing}/history"
+    cases = [
+        (
+            "a request without a bearer token",
+            await ctx.client.call("GET", "/sessions", operation="listSessions", user=None),
+            {401: "unauthorized"},
+        ),
+        (
+            "a request for an unknown project",
+            await ctx.client.call("GET", "/sessions", operation="listSessions", project_id=str(uuid.uuid4())),
+            {404: "project_not_found"},
+        ),
+        (
+            "a request for a closed project",
+            await ctx.client.call("GET", "/sessions", operation="listSessions", project_id=ctx.env.closed_project_id),
+            {403: "project_not_opened"},
+        ),
+        (
+            "the history of an unknown session",
+            await ctx.client.call("GET", history, operation="getSessionHistory"),
+            {404: "session_not_found"},
+        ),
+        (
+            "a stream request without `message`",
+            await ctx.client.call("POST", "/stream", operation="streamChat", json_body={}),
+            {422: "validation_error"},
+        ),
+        (
+            "a stream request whose body is not JSON",
+            await ctx.client.call("POST", "/stream", operation="streamChat", content=b"{not json"),
+            {400: "invalid_json", 422: "validation_error"},  # INPUT-009 allows either
+        ),
+    ]
+    skipped = []
+    for what, exchange, expected in cases:
+        if exchange.status not in expected:  # the status itself is other checks' business (AUTH-001, ...)
+            skipped.append(f"{what}: {got(exchange)}")
+            continue
+        ctx.findings.expect(
+            "ERROR-002",
+            error_code(exchange) == expected[exchange.status],
+            f"{what} ({exchange.method} {exchange.url}): answered {exchange.status} with code "
+            f"{error_code(exchange)!r}; expected {expected[exchange.status]!r}",
+            exchange,
+        )
+    if len(skipped) == len(cases):
+        ctx.findings.not_testable(
+            "ERROR-002", "no request was answered with the status whose code is checked: " + "; ".join(skipped)
+        )
+
+
+@check("errors.body")
+async def body(ctx: CheckContext) -> None:
+    session = ctx.session_id()
+    missing = ctx.session_id("missing")
+    unknown_project = str(uuid.uuid4())
+    await turn(ctx, "ERROR-001", session, exact=True)  # an existing session: only the provoked problem is wrong
+    exchanges: list[tuple[str, Exchange]] = []
+    for endpoint in chat_endpoints(ctx.target.capabilities):
+        exchanges.append(("no bearer token", await call_operation(ctx, endpoint, session, user=None)))
+        exchanges.append(
+            ("an unknown project", await call_operation(ctx, endpoint, session, project_id=unknown_project))
+        )
+        exchanges.append(
+            ("a closed project", await call_operation(ctx, endpoint, session, project_id=ctx.env.closed_project_id))
+        )
+        if endpoint.names_session:
+            exchanges.append(("an unknown session", await call_operation(ctx, endpoint, missing)))
+            exchanges.append(("a session id of 129 characters", await call_operation(ctx, endpoint, "s" * 129)))
+    stream, rename = operation("streamChat"), operation("renameSession")
+    exchanges += [
+        ("an empty object as the body", await call_operation(ctx, stream, session, json_body={})),
+        ("`{not json` as the body", await call_operation(ctx, stream, session, content=b"{not json")),
+        ("an empty title", await call_operation(ctx, rename, session, json_body={"title": ""})),
+        ("`{not json` as the body", await call_operation(ctx, rename, session, content=b"{not json")),
+        (
+            "limit=0",
+            await ctx.client.call(
+                "GET", f"/sessions/{session}/history", operation="getSessionHistory", params={"limit": 0}
+            ),
+        ),
+    ]
+    if "no_llm" in ctx.env.users:
+        exchanges.append(
+            ("a user with no LLM configuration", await call_operation(ctx, stream, session, user="no_llm"))
+        )
+    judged = 0
+    for what, exchange in exchanges:
+        if exchange.status is None or not 400 <= exchange.status < 500:
+            continue  # other checks judge the status; this one judges 4xx bodies
+        judged += 1
+        problems = _error_body_problems(exchange)
+        ctx.findings.expect(
+            "ERROR-001",
+            not problems,
+            f"{exchange.method} {exchange.url} with {what} answered {exchange.status} with a body that is not "
+            f"{{message, code, details?}}: {'; '.join(problems)}",
+            exchange,
+        )
+    ctx.findings.require(
+        judged > 0, "ERROR-001", f"none of the {len(exchanges)} requests meant to be refused was answered 4xx"
+    )
+
+
+# --- CONTRACT-001 by generated requests ------------------------------------------------------------------
 
 SEED = 20261202
 EXAMPLES = 6  # per operation and generation mode
@@ -121,14 +247,13 @@ def _valid_message(body: Any) -> bool:
     return isinstance(message, str) and 1 <= len(message) <= 100_000
 
 
-@check("contract.operations")
+@check("errors.contract_operations")
 async def operations(ctx: CheckContext) -> None:
     cases = await asyncio.to_thread(_generate)
     # Real sessions, so that valid cases also get 200 answers: one for most operations, one to delete.
     real, doomed = ctx.session_id("real"), ctx.session_id("doomed")
     for session in (real, doomed):
-        result = await ctx.stream({"message": ctx.message("cs-plain"), "session_id": session})
-        ctx.require_stream(result, "CONTRACT-001")
+        await turn(ctx, "CONTRACT-001", session)
 
     default_prefix = spec.default_prefix()
     uses: Counter[str] = Counter()
@@ -154,7 +279,7 @@ async def operations(ctx: CheckContext) -> None:
         # The main user's token, unless Schemathesis negated the Authorization header itself (missing or
         # malformed: a 401 case). Other generated headers are not part of the contract and are not sent.
         auth = _negated_authorization(case) if mode == "negative" else None
-        exchange = await ctx.call(
+        exchange = await ctx.client.call(
             case.method.upper(),
             suffix,
             user="main" if auth is None else None,
@@ -188,12 +313,11 @@ async def operations(ctx: CheckContext) -> None:
     for (operation_id, requirement), found in sorted(problems.items()):
         shown = "; ".join(message for message, _ in found[:SHOWN])
         more = f" (and {len(found) - SHOWN} more)" if len(found) > SHOWN else ""
-        ctx.expect(
+        ctx.findings.expect(
             requirement,
             False,
             f"{operation_id}: {len(found)} answer(s) break the contract: {shown}{more}. {summary}",
             *[exchange for _, exchange in found[:2]],
         )
     if not any(requirement == "CONTRACT-001" for _, requirement in problems):
-        # A passing finding that also tells how much was tried (ctx.passed would only say "ok").
-        ctx.findings.append(Finding("CONTRACT-001", PASSED, summary, ctx.check_id))
+        ctx.findings.passed("CONTRACT-001", message=summary)  # says how much was tried, not only "ok"

@@ -1,0 +1,179 @@
+"""Concurrency (CONCURRENCY-*): one turn at a time per session (409 session_busy while one runs, whether two
+requests race or one arrives late), every served turn whole in the history, and sessions that run in parallel."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..client import StreamResult
+from ..context import CheckContext
+from . import check
+from .support import (
+    describe,
+    error_code,
+    generation_started,
+    got,
+    history,
+    refused_in_stream,
+    script_text,
+    served,
+    timed,
+    wait_for,
+)
+
+
+def _turn_texts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(user text, concatenated assistant text) per turn, in history order."""
+    turns: list[tuple[str, str]] = []
+    for message in messages:
+        if message.get("role") == "user":
+            turns.append((message.get("content"), ""))
+        elif message.get("role") == "assistant" and turns:
+            turns[-1] = (turns[-1][0], turns[-1][1] + (message.get("content") or ""))
+    return turns
+
+
+@dataclass
+class _Request:
+    label: str
+    script: str
+    message: str
+    run: str
+    result: StreamResult | None = None
+    answered_at: float = 0.0  # monotonic time the answer (or the stream) ended
+
+
+@check("concurrency.busy", slow=True)
+async def busy(ctx: CheckContext) -> None:
+    session = ctx.session_id()
+    deadline = ctx.target.stream_deadline
+
+    def request(label: str, script: str, text: str) -> _Request:
+        run = f"{ctx.run}-{label}"
+        return _Request(label, script, ctx.message(script, text, run=run), run)
+
+    async def send(item: _Request) -> None:
+        item.result, item.answered_at = await timed(
+            ctx.client.stream({"message": item.message, "session_id": session}, deadline=deadline)
+        )
+
+    first = request("setup", "cs-plain", "Before the slow turns")
+    await send(first)
+    ctx.findings.require(
+        served(ctx, first.result), "CONCURRENCY-002", f"the first turn was not served: {describe(first.result)}"
+    )
+    # Two slow turns for the idle session at the same moment: one runs, the other is busy.
+    racing = [
+        request("race-1", "cs-slow", "First of two at once"),
+        request("race-2", "cs-slow", "Second of two at once"),
+    ]
+    tasks = [asyncio.create_task(send(item)) for item in racing]
+    # And one more once a slow turn is surely inside its silent generation.
+    late = request("late", "cs-plain", "While a slow turn runs")
+    running = bool(
+        await wait_for(lambda: generation_started(ctx, [item.run for item in racing]), seconds=10, interval=0.05)
+    )
+    if running:
+        await send(late)
+    await asyncio.gather(*tasks)
+    last = request("after", "cs-plain", "After the slow turn")
+    await send(last)
+
+    accepted = [item for item in racing if item.result.status == 200]
+    ctx.findings.expect(
+        "CONCURRENCY-001",
+        len(accepted) == 1,
+        f"two stream requests for one idle session sent at the same moment answered {racing[0].result.status} and "
+        f"{racing[1].result.status}; expected one stream and one 409 session_busy",
+        *(item.result.exchange for item in racing),
+    )
+    if accepted:
+        ends = max(item.answered_at for item in accepted)
+        refused = [item for item in racing if item not in accepted]
+        checked = [(item, "the second of two stream requests sent at the same moment") for item in refused]
+        if running:
+            checked.append((late, "a stream request while the session's turn was running"))
+        else:
+            ctx.findings.expect(
+                "CONCURRENCY-001", False, "the slow turn's generation never reached the fake LLM within 10 s"
+            )
+        for item, what in checked:
+            exchange = item.result.exchange
+            ok = exchange.status == 409 and error_code(exchange) == "session_busy"
+            ctx.findings.expect(
+                "CONCURRENCY-001",
+                ok,
+                f"{what}: answered {got(exchange)}; expected 409 with code session_busy",
+                exchange,
+            )
+            if ok:
+                ctx.findings.expect(
+                    "CONCURRENCY-001",
+                    item.answered_at < ends,
+                    f"{what}: the 409 came {item.answered_at - ends:.2f} s after the running turn ended (it took "
+                    f"{exchange.elapsed:.2f} s); it must be answered while the turn runs",
+                    exchange,
+                )
+    refused_inside = set()
+    for item in [*racing, late]:
+        if item.result is None:
+            continue
+        # A refusal inside the stream makes no LLM request for its run (a served turn does).
+        if refused_in_stream(item.result.events) and not await ctx.llm.requests(item.run):
+            refused_inside.add(item.label)
+        ctx.findings.expect(
+            "PRECHECK-001",
+            item.label not in refused_inside,
+            f"a stream request for a busy session was refused inside a 200 stream: {item.result.types}",
+            item.result.exchange,
+        )
+
+    # CONCURRENCY-002: every served turn's messages together in the history, in one piece each.
+    sent = [first, *racing, late, last]
+    expected = sorted(
+        (item.message, script_text(ctx, item.script))
+        for item in sent
+        if item.result is not None and item.result.status == 200 and item.label not in refused_inside
+    )
+    turns = _turn_texts((await history(ctx, session, "HISTORY-001", limit=1000))["messages"])
+    ctx.findings.expect(
+        "CONCURRENCY-002",
+        sorted(turns) == expected,
+        f"the history's turns (user text, assistant text) are {turns!r}; expected each served turn's messages "
+        f"together and nothing of the refused requests: {expected!r}",
+    )
+
+
+@check("concurrency.parallel_sessions", slow=True)
+async def parallel_sessions(ctx: CheckContext) -> None:
+    deadline = ctx.target.stream_deadline
+
+    async def one(label: str) -> tuple[StreamResult, float]:
+        started = time.monotonic()
+        result = await ctx.client.stream(
+            {"message": ctx.message("cs-slow"), "session_id": ctx.session_id(label)}, deadline=deadline
+        )
+        ctx.findings.require(
+            served(ctx, result, "cs-slow"),
+            "CONCURRENCY-003",
+            f"a slow turn was not served: {describe(result)}",
+            result.exchange,
+        )
+        return result, time.monotonic() - started
+
+    _, alone = await one("alone")
+    started = time.monotonic()
+    results = await asyncio.gather(one("a"), one("b"))
+    together = time.monotonic() - started
+    ctx.findings.expect(
+        "CONCURRENCY-003",
+        together < 1.6 * alone,
+        f"one slow turn took {alone:.2f} s alone; two slow turns of two sessions, started together, took "
+        f"{together:.2f} s (each {results[0][1]:.2f} s and {results[1][1]:.2f} s); expected less than "
+        f"{1.6 * alone:.2f} s (1.6 x alone) if the turns run concurrently",
+        results[0][0].exchange,
+        results[1][0].exchange,
+    )

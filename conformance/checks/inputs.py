@@ -1,0 +1,234 @@
+"""Input (INPUT-*): the stream request's members validated at and around their bounds, 422 bodies with one entry
+per invalid field, unknown members ignored, malformed JSON refused, a request's temperature used for its turn."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..client import StreamResult
+from ..context import CheckContext
+from ..exchanges import Exchange, json_or_none
+from ..operations import operation
+from . import check
+from .support import (
+    call_operation,
+    describe,
+    got,
+    judge_not_streamed,
+    require_capability,
+    script_text,
+    served,
+    turn,
+)
+
+# --- input ------------------------------------------------------------------------------------------------------
+
+
+def _fields_of(entry: dict[str, Any]) -> list[str]:
+    loc = entry.get("loc") if isinstance(entry, dict) else None
+    if not isinstance(loc, list):
+        return []
+    parts = loc[1:] if loc[:1] == ["body"] else loc
+    return [p for p in parts[:1] if isinstance(p, str)]
+
+
+def _validation_problems(exchange: Exchange, fields: list[str] | None) -> list[str]:
+    """INPUT-007 for one 422: the code, and details.errors with one entry per invalid field (`fields`; None
+    when the body as a whole is invalid), each with `loc` and `msg`."""
+    body = json_or_none(exchange.body)
+    if not isinstance(body, dict):
+        return [f"the 422 body is not a JSON object: {exchange.body[:200]!r}"]
+    problems = []
+    if body.get("code") != "validation_error":
+        problems.append(f"code {body.get('code')!r}, expected 'validation_error'")
+    errors = (body.get("details") or {}).get("errors") if isinstance(body.get("details"), dict) else None
+    if not isinstance(errors, list) or not errors:
+        return [*problems, f"details.errors is not a non-empty list: details {body.get('details')!r}"]
+    for entry in errors:
+        ok = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("loc"), list)
+            and bool(entry["loc"])
+            and isinstance(entry.get("msg"), str)
+            and bool(entry["msg"])
+        )
+        if not ok:
+            problems.append(f"the entry {entry!r} lacks a non-empty `loc` list or `msg` string")
+    if fields is not None:
+        named = [f for entry in errors for f in _fields_of(entry)]
+        per_field = {f: named.count(f) for f in fields}
+        if any(count != 1 for count in per_field.values()) or len(errors) != len(fields):
+            problems.append(
+                f"expected one entry per invalid field {fields}, got {len(errors)} entries with locations "
+                f"{[e.get('loc') if isinstance(e, dict) else e for e in errors]}"
+            )
+    return problems
+
+
+async def _judge_422(
+    ctx: CheckContext,
+    requirement: str | None,
+    body: Any,
+    fields: list[str] | None,
+    what: str,
+    *,
+    precheck: bool = True,
+) -> StreamResult:
+    result = await ctx.client.stream(body)
+    exchange = result.exchange
+    if requirement is not None:
+        ctx.findings.expect(
+            requirement, exchange.status == 422, f"{what}: answered {got(exchange)}, expected 422", exchange
+        )
+    if precheck:
+        judge_not_streamed(ctx, exchange, what)
+    if exchange.status == 422:
+        problems = _validation_problems(exchange, fields)
+        ctx.findings.expect("INPUT-007", not problems, f"{what}: " + "; ".join(problems), exchange)
+    return result
+
+
+@check("inputs.validation")
+async def validation(ctx: CheckContext) -> None:
+    tagged = ctx.message("cs-plain")
+    cases: list[tuple[str | None, Any, list[str] | None, str]] = [
+        ("INPUT-001", {}, ["message"], "a body without `message`"),
+        ("INPUT-001", {"message": ""}, ["message"], "an empty `message`"),
+        ("INPUT-001", {"message": "x" * 100_001}, ["message"], "a `message` of 100001 characters"),
+        ("INPUT-001", {"message": 42}, ["message"], "`message` 42 (a number)"),
+        ("INPUT-001", {"message": None}, ["message"], "`message` null"),
+        ("INPUT-002", {"message": tagged, "mode": "voice"}, ["mode"], '`mode` "voice"'),
+        ("INPUT-003", {"message": tagged, "temperature": 2.5}, ["temperature"], "`temperature` 2.5"),
+        ("INPUT-003", {"message": tagged, "temperature": -0.1}, ["temperature"], "`temperature` -0.1"),
+        ("INPUT-003", {"message": tagged, "temperature": "hot"}, ["temperature"], '`temperature` "hot"'),
+        # SESSION-003 (sessions.id_validation) judges its status; here only the shape of its 422.
+        (None, {"message": tagged, "session_id": 7}, ["session_id"], "`session_id` 7 (a number)"),
+        ("INPUT-006", b"[]", None, "a JSON array `[]`"),
+        ("INPUT-006", json.dumps([{"message": tagged}]).encode(), None, "a JSON array holding a valid request"),
+        ("INPUT-006", json.dumps(tagged).encode(), None, "a JSON string"),
+        ("INPUT-006", b"null", None, "JSON `null`"),
+        ("INPUT-006", {"text": tagged}, ["message"], "an object without the required `message`"),
+    ]
+    # INPUT-007's "one entry per invalid field" is judged on a body combining values that the server refused one by
+    # one: a value it accepts is INPUT-001..003's failure, not a second one here.
+    refused: dict[str, Any] = {}
+    for requirement, body, fields, what in cases:
+        result = await _judge_422(ctx, requirement, body, fields, f"a stream request with {what}")
+        if fields is not None and result.exchange.status == 422 and isinstance(body, dict) and fields[0] in body:
+            refused.setdefault(fields[0], body[fields[0]])
+    if len(refused) >= 2:
+        combined = {"message": tagged, **refused}
+        await _judge_422(
+            ctx,
+            None,
+            combined,
+            sorted(refused),
+            f"a stream request with {len(refused)} invalid members at once ({', '.join(sorted(refused))})",
+        )
+    await _judge_422(
+        ctx,
+        "INPUT-004",
+        {"message": tagged, "stream": False},
+        ["stream"],
+        "a stream request with `stream` false",
+        precheck=False,
+    )
+    # The limits themselves are accepted: 100000 characters, mode text, stream true, temperature null, 0 and 2.0.
+    long_text = ctx.message("cs-plain", "")
+    long_text = "x" * (100_000 - len(long_text)) + long_text
+    accepted = [
+        ("INPUT-001", {"message": long_text, "mode": "text", "stream": True}, "a `message` of 100000 characters"),
+        ("INPUT-003", {"message": tagged, "temperature": None}, "`temperature` null"),
+        ("INPUT-003", {"message": tagged, "temperature": 0}, "`temperature` 0"),
+        ("INPUT-003", {"message": tagged, "temperature": 2.0}, "`temperature` 2.0"),
+    ]
+    for requirement, body, what in accepted:
+        result = await ctx.client.stream(body)
+        ctx.findings.expect(
+            requirement,
+            served(ctx, result),
+            f"a valid stream request with {what} was not served as a normal turn: {describe(result)}",
+            result.exchange,
+        )
+
+
+@check("inputs.malformed_json")
+async def malformed_json(ctx: CheckContext) -> None:
+    session = ctx.session_id()
+    await turn(ctx, "INPUT-009", session, exact=True)  # so that renaming it would succeed with a valid body
+    bodies = {
+        "`{not json`": b"{not json",
+        "an empty body": b"",
+        "invalid UTF-8 bytes": b'{"message": "caf\xe9 \xff\xfe"}',
+        "a truncated object": b'{"message": "unfinished',
+    }
+    for what, raw in bodies.items():
+        for endpoint in (operation("streamChat"), operation("renameSession")):
+            exchange = await call_operation(ctx, endpoint, session, content=raw)
+            ctx.findings.expect(
+                "INPUT-009",
+                exchange.status in (400, 422),
+                f"{exchange.method} {exchange.url} with {what} as the body: answered {got(exchange)}; expected 400 "
+                "or 422",
+                exchange,
+            )
+
+
+@check("inputs.unknown_members")
+async def unknown_members(ctx: CheckContext) -> None:
+    body = {
+        "message": ctx.message("cs-plain"),
+        "unknown_member": 1,
+        "nested_unknown": {"a": [1, 2, {"b": None}]},
+        "x-vendor": "conformance",
+    }
+    result = await ctx.client.stream(body)
+    ctx.findings.expect(
+        "INPUT-008",
+        served(ctx, result),
+        f"a valid request with unknown members was not served as a normal turn: {describe(result)} (expected the "
+        f"content {script_text(ctx, 'cs-plain')!r} and no error)",
+        result.exchange,
+    )
+
+
+@check("inputs.temperature_override")
+async def temperature_override(ctx: CheckContext) -> None:
+    require_capability(ctx, "temperature_override")
+    configured = (ctx.target.section("llm", {}).get("config") or {}).get("temperature")
+    override = 0.3 if configured is None or not math.isclose(float(configured), 0.3) else 1.3
+    session = ctx.session_id()
+    runs = (f"{ctx.run}-override", f"{ctx.run}-default")
+    first = await ctx.client.stream(
+        {"message": ctx.message("cs-plain", run=runs[0]), "session_id": session, "temperature": override}
+    )
+    ctx.findings.require(served(ctx, first), "INPUT-005", f"the turn with a temperature failed: {describe(first)}")
+    second = await ctx.client.stream({"message": ctx.message("cs-plain", run=runs[1]), "session_id": session})
+    ctx.findings.require(served(ctx, second), "INPUT-005", f"the next turn failed: {describe(second)}")
+    used = []
+    for run in runs:
+        used.append([r.get("temperature") for r in await ctx.llm.main_requests(run)])
+    ctx.findings.require(
+        bool(used[0]) and bool(used[1]), "INPUT-005", f"the fake LLM received no main request for a turn: {used}"
+    )
+    ctx.findings.expect(
+        "INPUT-005",
+        all(isinstance(t, int | float) and math.isclose(t, override) for t in used[0]),
+        f"a turn sent with temperature {override} reached the LLM with temperature(s) {used[0]}",
+        first.exchange,
+    )
+    if configured is not None:
+        ok = all(isinstance(t, int | float) and math.isclose(t, float(configured)) for t in used[1])
+        expected = f"the configured {configured}"
+    else:
+        ok = all(t is None or not math.isclose(t, override) for t in used[1])
+        expected = "the configuration's value"
+    ctx.findings.expect(
+        "INPUT-005",
+        ok,
+        f"the next turn of the session, sent without temperature, reached the LLM with temperature(s) {used[1]}; "
+        f"expected {expected}, not the previous turn's {override}",
+        second.exchange,
+    )

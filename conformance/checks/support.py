@@ -1,0 +1,429 @@
+"""Scenario helpers shared by the check areas, each written once.
+
+A helper that reads an answer validates the part of it the checks rely on (the JSON shape) before using it: a
+bad answer stops the check as the failure of the requirement the caller names, never as the suite's own ERROR.
+Every other field is judged against the whole documented schema by CONTRACT-001, on every exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from ..client import StreamResult
+from ..context import CheckContext
+from ..errors import NotTestable
+from ..exchanges import Exchange, json_or_none
+from ..operations import Operation
+
+STATS_FIELDS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")
+RENAMED_TITLE = "Renamed by the conformance suite"
+_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+# --- the target's declarations -------------------------------------------------------------------------------
+
+
+def require_capability(ctx: CheckContext, capability: str, why: str = "") -> None:
+    if capability not in ctx.target.capabilities:
+        raise NotTestable(f"the target does not declare the capability {capability}" + (f": {why}" if why else ""))
+
+
+def require_db_access(ctx: CheckContext) -> None:
+    require_capability(ctx, "db_access", "the suite cannot read the project database")
+
+
+def require_controller(ctx: CheckContext) -> None:
+    if ctx.env.controller is None:
+        raise NotTestable("the target has no GNS3-style controller: the suite cannot create, close or delete projects")
+
+
+def scenario_or(ctx: CheckContext, preferred: str, fallback: str) -> str:
+    """`preferred` when the target's declared tools allow that scenario, else `fallback`."""
+    return preferred if preferred in ctx.env.scripts else fallback
+
+
+def script_text(ctx: CheckContext, script: str) -> str:
+    return "".join(chunk for step in ctx.env.scripts[script]["steps"] for chunk in step.get("text_chunks", []))
+
+
+def expected_roles(script: dict[str, Any]) -> list[str]:
+    """user, then per LLM step one assistant message and one tool message per tool call."""
+    roles = ["user"]
+    for step in script["steps"]:
+        roles += ["assistant"] + ["tool"] * len(step.get("tool_calls", []))
+    return roles
+
+
+# --- describing answers ----------------------------------------------------------------------------------------
+
+
+def got(exchange: Exchange) -> str:
+    """The status (or transport error) and the start of the body."""
+    status = exchange.status if exchange.status is not None else exchange.error
+    body = exchange.body if len(exchange.body) <= 300 else exchange.body[:300] + "..."
+    return f"{status} {body}".strip()
+
+
+def answered(exchange: Exchange) -> str:
+    return f"{exchange.method} {exchange.url} answered {got(exchange)}"
+
+
+def describe(result: StreamResult) -> str:
+    return f"{got(result.exchange)} events {result.types[-5:]}"
+
+
+def error_code(exchange: Exchange) -> Any:
+    body = json_or_none(exchange.body)
+    return body.get("code") if isinstance(body, dict) else None
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    keys = sorted(set(before) | set(after))
+    return [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys if before.get(k) != after.get(k)]
+
+
+def message_keys(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What identifies a message apart from its id (id stability is HISTORY-003's alone)."""
+    return [(m.get("role"), m.get("content"), m.get("tool_call_id"), m.get("name")) for m in messages]
+
+
+# --- timestamps ------------------------------------------------------------------------------------------------
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A timestamp as an aware datetime (naive ones read as UTC, as SQLite's CURRENT_TIMESTAMP); None when it is
+    not a date-time."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = _FRACTION.sub(r"\1", value.strip().replace(" ", "T", 1))
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def time_key(value: Any) -> tuple[int, Any]:
+    """Comparable form of a timestamp: parsed when possible, else the raw text (compared as text)."""
+    parsed = parse_time(value)
+    return (1, parsed) if parsed is not None else (0, str(value))
+
+
+# --- turns -----------------------------------------------------------------------------------------------------
+
+
+def completed_turn(result: StreamResult) -> bool:
+    """The turn ran: 200, events, no `error`, and the server closed the stream. Its grammar (a `done` last) is
+    the stream checks' business, so that a grammar fault does not also fail every other requirement."""
+    return result.status == 200 and result.completed and bool(result.events) and "error" not in result.types
+
+
+def served(ctx: CheckContext, result: StreamResult, script: str = "cs-plain") -> bool:
+    """The turn was served normally: a completed turn that streamed the script's whole text."""
+    return completed_turn(result) and result.content == script_text(ctx, script)
+
+
+def require_turn(ctx: CheckContext, result: StreamResult, requirement: str) -> None:
+    """Stop the check, failing `requirement`, unless the turn completed (see completed_turn)."""
+    ctx.findings.require(
+        completed_turn(result),
+        requirement,
+        f"the turn did not complete: {result.exchange.describe()}, events {result.types[-5:]}, "
+        f"closed by the server: {result.completed} {result.exchange.body[:300]}",
+        result.exchange,
+    )
+
+
+async def turn(
+    ctx: CheckContext,
+    requirement: str,
+    session_id: str | None,
+    script: str = "cs-plain",
+    text: str = "Conformance check",
+    *,
+    user: str = "main",
+    project_id: str | None = None,
+    exact: bool = False,
+) -> StreamResult:
+    """One turn the check needs (the session exists afterwards); stops the check, failing `requirement`, when it
+    does not complete, or with `exact` when it does not stream the script's whole text."""
+    body: dict[str, Any] = {"message": ctx.message(script, text)}
+    if session_id is not None:
+        body["session_id"] = session_id
+    result = await ctx.client.stream(body, user=user, project_id=project_id)
+    if exact:
+        ctx.findings.require(
+            served(ctx, result, script),
+            requirement,
+            f"a {script} turn the check needs first was not served normally: {describe(result)}",
+            result.exchange,
+        )
+    else:
+        require_turn(ctx, result, requirement)
+    return result
+
+
+# --- reading sessions and history ----------------------------------------------------------------------------
+
+
+async def listing(ctx: CheckContext, requirement: str, user: str = "main", project_id: str | None = None) -> list:
+    """GET {prefix}/sessions: a JSON array of objects, or the check stops failing `requirement`."""
+    exchange = await ctx.client.call("GET", "/sessions", operation="listSessions", user=user, project_id=project_id)
+    ctx.findings.require_status(exchange, 200, requirement)
+    sessions = json_or_none(exchange.body)
+    ctx.findings.require(
+        isinstance(sessions, list) and all(isinstance(s, dict) for s in sessions),
+        requirement,
+        f"the listing is not a JSON array of session objects: {exchange.body[:300]}",
+        exchange,
+    )
+    return sessions
+
+
+async def find_session(ctx: CheckContext, session_id: str, requirement: str, user: str = "main") -> dict | None:
+    """The listed session `session_id` of `user`, or None when it is not listed."""
+    return next((s for s in await listing(ctx, requirement, user) if s.get("thread_id") == session_id), None)
+
+
+async def listed(ctx: CheckContext, session_id: str, requirement: str, user: str = "main") -> dict[str, Any]:
+    """The listed session `session_id` of `user`; stops the check when it is not listed exactly once."""
+    found = [s for s in await listing(ctx, requirement, user) if s.get("thread_id") == session_id]
+    ctx.findings.require(
+        len(found) == 1, requirement, f"session {session_id} is listed {len(found)} time(s) for {user}"
+    )
+    return found[0]
+
+
+async def history(ctx: CheckContext, session_id: str, requirement: str, user: str = "main", **params: Any) -> dict:
+    """GET {prefix}/sessions/{id}/history: an object with a `messages` array of objects, or the check stops."""
+    exchange = await ctx.client.call(
+        "GET", f"/sessions/{session_id}/history", operation="getSessionHistory", user=user, params=params or None
+    )
+    ctx.findings.require_status(exchange, 200, requirement)
+    data = json_or_none(exchange.body)
+    ctx.findings.require(
+        isinstance(data, dict)
+        and isinstance(data.get("messages"), list)
+        and all(isinstance(m, dict) for m in data["messages"]),
+        requirement,
+        f"the history is not an object with a `messages` array of objects: {exchange.body[:300]}",
+        exchange,
+    )
+    return data
+
+
+# --- endpoints -------------------------------------------------------------------------------------------------
+
+
+def valid_body(ctx: CheckContext, operation: Operation, session_id: str) -> Any:
+    """A body the operation accepts: a stream request of the quick scenario, a rename; None for the others."""
+    if operation.id == "streamChat":
+        return {"message": ctx.message("cs-plain"), "session_id": session_id}
+    if operation.id == "renameSession":
+        return {"title": RENAMED_TITLE}
+    return None
+
+
+async def call_operation(
+    ctx: CheckContext,
+    operation: Operation,
+    session_id: str,
+    *,
+    json_body: Any = None,
+    content: bytes | None = None,
+    **kwargs: Any,
+) -> Exchange:
+    """Call one chat operation for `session_id`, with a valid body unless one is given."""
+    if json_body is None and content is None:
+        json_body = valid_body(ctx, operation, session_id)
+    return await ctx.client.call(
+        operation.method,
+        operation.url(session_id),
+        operation=operation.id,
+        json_body=json_body,
+        content=content,
+        **kwargs,
+    )
+
+
+async def controller_call(
+    ctx: CheckContext, method: str, path: str, expected: tuple[int, ...], requirement: str
+) -> Exchange:
+    """A judged call of the GNS3-style controller (absolute path, the admin's token), kept as evidence."""
+    exchange = await ctx.client.call(
+        method,
+        path,
+        user=None,
+        absolute=True,
+        headers={"Authorization": f"Bearer {ctx.env.controller.admin_token}"},
+    )
+    ctx.findings.require(
+        exchange.status in expected,
+        requirement,
+        f"{method} {path} answered {exchange.status if exchange.status is not None else exchange.error}, expected "
+        f"{' or '.join(map(str, expected))}: {exchange.body[:300]}",
+        exchange,
+    )
+    return exchange
+
+
+# --- refusals (PRECHECK-001) -------------------------------------------------------------------------------------
+
+
+def is_stream(exchange: Exchange) -> bool:
+    return exchange.status == 200 and (exchange.content_type or "").startswith("text/event-stream")
+
+
+def events_of(exchange: Exchange) -> list[dict[str, Any]]:
+    """The events of a stream answer, parsed leniently (also from a body read by `ctx.client.call`)."""
+    if exchange.events or not is_stream(exchange):
+        return exchange.events
+    events = []
+    for line in exchange.body.splitlines():
+        if line.startswith("data:"):
+            event = json_or_none(line[5:].strip())
+            if isinstance(event, dict):
+                events.append(event)
+    return events
+
+
+def refused_in_stream(events: list[dict[str, Any]]) -> bool:
+    """A request refused inside a stream: an `error` event, and no work (content or tool events) before it."""
+    types = [e.get("type") for e in events]
+    return "error" in types and not {"content", "tool_call", "tool_start", "tool_end"} & set(types)
+
+
+def judge_not_streamed(ctx: CheckContext, exchange: Exchange, what: str, events: list | None = None) -> None:
+    """PRECHECK-001: a refusal is an HTTP status, never an in-stream `error`. A request that is served instead
+    of refused fails the rule about the refusal (AUTH-001, PROJECT-002...), not this one."""
+    events = events_of(exchange) if events is None else events
+    ctx.findings.expect(
+        "PRECHECK-001",
+        not refused_in_stream(events),
+        f"{what}: {exchange.method} {exchange.url} was refused inside a 200 stream "
+        f"({[e.get('type') for e in events]}: {next((e for e in events if e.get('type') == 'error'), None)}); a "
+        "refusal must be an HTTP status answered before any stream begins",
+        exchange,
+    )
+
+
+# --- statistics (STATS-001..004, and the rules that need them to hold after a turn cut short) -------------------
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+async def stats_problems(
+    ctx: CheckContext,
+    session_id: str,
+    *,
+    what: str,
+    allowed_tokens: list[tuple[int, int]] | None = None,
+    requirement: str = "STATS-001",
+) -> dict[str, str | None]:
+    """STATS-001..004 for one session against the fake LLM's log of the check's run: the problem found per
+    requirement (None when it holds). `allowed_tokens`: the (input, output) totals accepted (default: the sum of
+    every counted generation's usage). A session that is not listed stops the check, failing `requirement`."""
+    session = await find_session(ctx, session_id, "LIST-001")
+    ctx.findings.require(session is not None, requirement, f"session {session_id} is not listed after the turn")
+    messages = (await history(ctx, session_id, "HISTORY-001", limit=1000))["messages"]
+    counted = [m for m in messages if m.get("role") in ("user", "assistant", "tool")]
+    calls, inputs, outputs = await ctx.llm.expected_usage()
+    stats = {name: session.get(name) for name in STATS_FIELDS}
+    tokens = (stats["input_tokens"], stats["output_tokens"])
+    allowed = allowed_tokens or [(inputs, outputs)]
+    summed = sum(tokens) if all(_integer(t) for t in tokens) else None
+    return {
+        "STATS-001": None
+        if stats["message_count"] == len(counted)
+        else f"{what}: message_count {stats['message_count']!r}, the history holds {len(counted)} messages",
+        "STATS-002": None
+        if stats["llm_calls_count"] == calls
+        else f"{what}: llm_calls_count {stats['llm_calls_count']!r}, the fake LLM served {calls} counted "
+        f"generation(s) (title counted: {ctx.target.title_counts_in_stats})",
+        "STATS-003": None
+        if tokens in allowed
+        else f"{what}: tokens in/out {tokens[0]!r}/{tokens[1]!r}, expected {' or '.join(map(str, allowed))} (the "
+        "sum of each counted generation's usage)",
+        "STATS-004": None
+        if summed is not None and stats["total_tokens"] == summed
+        else f"{what}: total_tokens {stats['total_tokens']!r} != {tokens[0]!r} + {tokens[1]!r}",
+    }
+
+
+# --- waiting -----------------------------------------------------------------------------------------------------
+
+
+async def wait_for(probe: Callable[[], Awaitable[Any]], *, seconds: float, interval: float = 0.2) -> Any:
+    """Poll `probe` until it returns a truthy value; None (or its last value) when the time is up."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = await probe()
+        if value or time.monotonic() >= deadline:
+            return value
+        await asyncio.sleep(interval)
+
+
+async def generation_started(ctx: CheckContext, runs: list[str]) -> bool:
+    """The fake LLM has received the first main request of one of the runs: that turn is running."""
+    for run in runs:
+        if any(r.get("step") == 0 for r in await ctx.llm.requests(run)):
+            return True
+    return False
+
+
+async def timed(awaitable: Awaitable[Any]) -> tuple[Any, float]:
+    """The awaitable's value and the monotonic time it ended."""
+    value = await awaitable
+    return value, time.monotonic()
+
+
+# --- judging whole streams by the rules of conformance.stream_rules --------------------------------------------
+
+SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+
+
+async def scenario_streams(ctx: CheckContext, names: list[str] = SCENARIOS) -> list[StreamResult]:
+    """One turn of each named scenario the target's declarations allow."""
+    results = []
+    for name in names:
+        if name in ctx.env.scripts:
+            results.append(await ctx.client.stream({"message": ctx.message(name)}))
+    return results
+
+
+def rule_problems(results: list[StreamResult], requirement: str) -> list[str]:
+    return [
+        f"{r.exchange.request_body}: {v}"
+        for r in results
+        for v in r.frame_violations + r.rule_violations
+        if v.requirement == requirement
+    ]
+
+
+def judge_stream_rules(ctx: CheckContext, results: list[StreamResult], requirements: list[str]) -> None:
+    """Each requirement over every stream: failed with the first problems found, with the streams that broke it."""
+    for result in results:  # error scenarios included: only an answered, finished stream can be judged
+        ctx.findings.require(
+            result.status == 200 and bool(result.events) and result.completed,
+            requirements[0],
+            f"no complete stream to judge: {result.exchange.describe()}",
+            result.exchange,
+        )
+    for requirement in requirements:
+        problems = rule_problems(results, requirement)
+        offending = [
+            r.exchange
+            for r in results
+            if any(v.requirement == requirement for v in r.frame_violations + r.rule_violations)
+        ]
+        ctx.findings.expect(
+            requirement, not problems, "; ".join(problems[:5]), *(offending[:2] or [results[0].exchange])
+        )

@@ -1,0 +1,58 @@
+"""Tool calls (TOOLCALL-*): arguments that accumulate to one complete JSON object, each call started and ended
+once with its id, parallel calls all run, and a failing tool that does not end the turn."""
+
+from __future__ import annotations
+
+from ..context import CheckContext
+from . import check
+from .support import judge_stream_rules, require_turn, rule_problems, scenario_streams
+
+
+@check("tool_calls.accumulation")
+async def accumulation(ctx: CheckContext) -> None:
+    results = await scenario_streams(ctx, ["cs-tool", "cs-parallel", "cs-failing-tool"])
+    for result in results:
+        ctx.findings.require(
+            "tool_call" in result.types,
+            "TOOLCALL-001",
+            f"the scripted tool call produced no tool_call event: {result.types}",
+            result.exchange,
+        )
+    requirements = ["TOOLCALL-001", "TOOLCALL-002", "TOOLCALL-003", "TOOLCALL-004", "TOOLCALL-005", "TOOLCALL-007"]
+    judge_stream_rules(ctx, results, requirements)
+
+
+@check("tool_calls.parallel")
+async def parallel(ctx: CheckContext) -> None:
+    result = await ctx.client.stream({"message": ctx.message("cs-parallel")})
+    require_turn(ctx, result, "TOOLCALL-006")
+    completed = [
+        e["tool_call"]["id"]
+        for e in result.events
+        if e.get("type") == "tool_call" and e["tool_call"]["function"].get("complete")
+    ]
+    started = [e.get("tool_call_id") for e in result.events if e.get("type") == "tool_start"]
+    ends = [e for e in result.events if e.get("type") == "tool_end"]
+    problems = rule_problems([result], "TOOLCALL-006")
+    if sorted(completed) != ["call_cs_p1", "call_cs_p2"]:
+        problems.append(f"completed calls {completed}, expected call_cs_p1 and call_cs_p2, each once")
+    if len(ends) != 2 or (None not in started and sorted(started) != ["call_cs_p1", "call_cs_p2"]):
+        problems.append(f"started {started} and {len(ends)} tool_end events, expected both calls started and ended")
+    ctx.findings.expect("TOOLCALL-006", not problems, "; ".join(problems), result.exchange)
+
+
+@check("tool_calls.failing_tool")
+async def failing_tool(ctx: CheckContext) -> None:
+    result = await ctx.client.stream({"message": ctx.message("cs-failing-tool")})
+    require_turn(ctx, result, "TOOLCALL-008")
+    name = ctx.target.tools["failing"]["name"]
+    ends = [e for e in result.events if e.get("type") == "tool_end" and e.get("tool_name") == name]
+    after = result.types[result.types.index("tool_end") + 1 :] if "tool_end" in result.types else []
+    problems = []
+    if "error" in result.types:
+        problems.append("the failing tool produced an `error` event")
+    if len(ends) != 1 or not str(ends[0].get("tool_output", "")).strip():
+        problems.append(f"expected one tool_end of {name} describing the failure, got {ends}")
+    if "content" not in after:
+        problems.append(f"the turn did not go on to the next generation after the tool failed: {after}")
+    ctx.findings.expect("TOOLCALL-008", not problems, "; ".join(problems), result.exchange)

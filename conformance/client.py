@@ -1,0 +1,219 @@
+"""The chat client every check talks through: HTTP calls and streams under the target's chat prefix, each with
+a hard deadline, each kept as evidence, and each answer observed against the contract whichever check caused it
+(CONTRACT-001 and ERROR-001 for bodies, the per-event rules of stream_rules for every event)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from .exchanges import Exchange
+from .findings import Finding, Outcome
+from .framing import parse_stream
+from .responses import response_violations
+from .stream_rules import check_events, event_violations
+from .violations import Violation
+
+if TYPE_CHECKING:
+    from .context import Environment
+
+_KEPT_HEADERS = ("www-authenticate", "cache-control", "content-type", "allow")
+
+
+@dataclass
+class StreamResult:
+    exchange: Exchange
+    events: list[dict[str, Any]]
+    arrivals: list[float]  # seconds since the request was sent, per event
+    frame_violations: list[Violation]
+    rule_violations: list[Violation]
+    completed: bool  # the server closed the stream (not cut by the suite or a deadline)
+
+    @property
+    def status(self) -> int | None:
+        return self.exchange.status
+
+    @property
+    def types(self) -> list[str]:
+        return [e.get("type") for e in self.events]
+
+    @property
+    def content(self) -> str:
+        return "".join(e.get("content", "") for e in self.events if e.get("type") == "content")
+
+    @property
+    def session_id(self) -> str | None:
+        return next((e.get("session_id") for e in reversed(self.events) if e.get("session_id")), None)
+
+
+def _transport_error(exc: Exception, started: float | None = None) -> str:
+    after = f" after {time.monotonic() - started:.1f} s" if started is not None else ""
+    if isinstance(exc, TimeoutError):
+        return f"{type(exc).__name__}{after} (the suite's deadline)"
+    return f"{type(exc).__name__}{after}" + (f": {exc}" if str(exc) else "")
+
+
+class ChatClient:
+    """One check's HTTP side. `exchanges` is its evidence, in the order the calls were made."""
+
+    def __init__(self, env: Environment, check_id: str) -> None:
+        self.env, self.check_id = env, check_id
+        self.exchanges: list[Exchange] = []
+
+    def _url(self, path: str, project_id: str | None) -> str:
+        return self.env.base_url + self.env.prefix(project_id) + path
+
+    def _shown_authorization(self, header: str | None) -> str | None:
+        """The Authorization header as a reproduction shows it: a user's real token becomes $TOKEN."""
+        if header is not None and any(header == f"Bearer {u.token}" for u in self.env.users.values()):
+            return "Bearer $TOKEN"
+        return header
+
+    def _observe(self, exchange: Exchange, operation: str | None) -> None:
+        """Judge a non-stream answer against openapi.yaml, for whichever requirement it breaks."""
+        if operation is None or exchange.status is None or exchange.events:
+            return
+        for violation in response_violations(operation, exchange.status, exchange.content_type, exchange.body):
+            self.env.observed.append(
+                Finding(
+                    violation.requirement, Outcome.FAILED, violation.message, self.check_id, [exchange.as_evidence()]
+                )
+            )
+
+    def _observe_events(self, exchange: Exchange) -> None:
+        """The per-event rules (EVENT-001) on every event of every stream, whichever check read it."""
+        for violation in event_violations(exchange.events):
+            self.env.observed.append(
+                Finding(
+                    violation.requirement,
+                    Outcome.FAILED,
+                    f"event {violation.index}: {violation.message}",
+                    "events.schema",
+                    [exchange.as_evidence()],
+                )
+            )
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        operation: str | None = None,
+        user: str | None = "main",
+        project_id: str | None = None,
+        json_body: Any = None,
+        content: bytes | None = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        absolute: bool = False,
+    ) -> Exchange:
+        """One request under the chat prefix (or at `path` itself when `absolute`), read whole."""
+        url = self.env.base_url + path if absolute else self._url(path, project_id)
+        sent = dict(headers or {})
+        if user is not None:
+            sent.setdefault("Authorization", f"Bearer {self.env.user(user).token}")
+        body_text = None
+        if json_body is not None:
+            content = json.dumps(json_body).encode()
+        if content is not None:
+            body_text = content.decode("utf-8", "replace")
+            sent.setdefault("Content-Type", "application/json")
+        exchange = Exchange(
+            method,
+            str(httpx.URL(url, params=params)),
+            body_text,
+            user=user or "(none)",
+            authorization=self._shown_authorization(sent.get("Authorization")),
+        )
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.env.target.stream_deadline):
+                response = await self.env.client.request(method, url, content=content, params=params, headers=sent)
+        except (httpx.TransportError, TimeoutError) as exc:
+            exchange.error = _transport_error(exc)
+        else:
+            exchange.status = response.status_code
+            exchange.content_type = response.headers.get("content-type")
+            exchange.headers = {k: v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+            exchange.body = response.text
+        exchange.elapsed = time.monotonic() - started
+        self.exchanges.append(exchange)
+        self._observe(exchange, operation)
+        return exchange
+
+    async def stream(
+        self,
+        body: dict[str, Any] | bytes,
+        *,
+        user: str = "main",
+        project_id: str | None = None,
+        stop_when: Callable[[dict[str, Any]], bool] | None = None,
+        deadline: float | None = None,
+    ) -> StreamResult:
+        """POST {prefix}/stream and read it to its end, or until `stop_when(event)` (then the suite disconnects),
+        never longer than the deadline."""
+        url = self._url("/stream", project_id)
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        exchange = Exchange("POST", url, raw.decode("utf-8", "replace"), user=user)
+        headers = {"Authorization": f"Bearer {self.env.user(user).token}", "Content-Type": "application/json"}
+        chunks: list[str] = []
+        arrivals: list[float] = []
+        completed = False
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(deadline or self.env.target.stream_deadline):
+                async with self.env.client.stream("POST", url, content=raw, headers=headers) as response:
+                    exchange.status = response.status_code
+                    exchange.content_type = response.headers.get("content-type")
+                    exchange.headers = {k: v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+                    if response.status_code != 200 or not (exchange.content_type or "").startswith("text/event-stream"):
+                        exchange.body = (await response.aread()).decode("utf-8", "replace")
+                        completed = True
+                    else:
+                        completed = await _read_frames(response, chunks, arrivals, started, stop_when)
+        except (httpx.TransportError, TimeoutError) as exc:
+            exchange.error = _transport_error(exc, started)
+        exchange.elapsed = time.monotonic() - started
+        self.exchanges.append(exchange)
+        text = "".join(chunks)
+        if exchange.status != 200 or not chunks:
+            self._observe(exchange, "streamChat")
+            return StreamResult(exchange, [], arrivals, [], [], completed)
+        parsed = parse_stream(text if completed else text[: text.rfind("\n\n") + 2])
+        exchange.events = parsed.events
+        self._observe_events(exchange)
+        rules = check_events(parsed.events) if completed else []
+        return StreamResult(
+            exchange, parsed.events, arrivals[: len(parsed.events)], parsed.violations, rules, completed
+        )
+
+
+async def _read_frames(
+    response: httpx.Response,
+    chunks: list[str],
+    arrivals: list[float],
+    started: float,
+    stop_when: Callable[[dict[str, Any]], bool] | None,
+) -> bool:
+    """Read the stream into `chunks`, noting when each frame arrived; False when `stop_when` cut it short."""
+    buffer = ""
+    async for text in response.aiter_text():
+        chunks.append(text)
+        buffer += text
+        while "\n\n" in buffer:
+            frame, buffer = buffer.split("\n\n", 1)
+            arrivals.append(time.monotonic() - started)
+            if stop_when is not None and frame.startswith("data: "):
+                try:
+                    stop = stop_when(json.loads(frame[6:]))
+                except ValueError:
+                    stop = False
+                if stop:
+                    return False
+    return True

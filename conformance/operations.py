@@ -1,0 +1,61 @@
+"""The chat API's operations as openapi.yaml declares them: one table for every check that walks the endpoints,
+never a hand-made copy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import spec
+
+_METHODS = ("get", "put", "post", "patch", "delete")
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str  # upper case
+    path: str  # relative to the chat prefix, e.g. /sessions/{session_id}/pin
+    id: str  # the operationId
+    definition: dict[str, Any]
+
+    @property
+    def names_session(self) -> bool:
+        return "{session_id}" in self.path
+
+    def url(self, session_id: str = "") -> str:
+        """The path under the chat prefix, with `session_id` filled in."""
+        return self.path.replace("{session_id}", session_id)
+
+    @property
+    def statuses(self) -> set[int]:
+        return {int(status) for status in self.definition["responses"]}
+
+
+@cache
+def operations() -> tuple[Operation, ...]:
+    """Every operation of the contract, in document order."""
+    document = spec.load_openapi()
+    prefix = spec.default_prefix()
+    return tuple(
+        Operation(method.upper(), path.removeprefix(prefix), definition["operationId"], definition)
+        for path, item in document["paths"].items()
+        for method, definition in item.items()
+        if method in _METHODS
+    )
+
+
+def operation(operation_id: str) -> Operation:
+    return next(op for op in operations() if op.id == operation_id)
+
+
+def chat_endpoints(capabilities: set[str]) -> list[Operation]:
+    """Every operation a target must serve: abort only with its capability (without it, 404 or 501 are allowed)."""
+    return [op for op in operations() if op.id != "abortSessionTurn" or "abort" in capabilities]
+
+
+def session_endpoints(capabilities: set[str]) -> list[Operation]:
+    """The operations with the session id in their path. The session's DELETE comes last, so that a server that
+    wrongly obeys it has answered every other call first."""
+    named = [op for op in chat_endpoints(capabilities) if op.names_session]
+    return sorted(named, key=lambda op: op.id == "deleteSession")

@@ -1,0 +1,54 @@
+"""The layout of conformance/checks/: one module per requirement area, every check in the module its area names,
+no module too long to read, and shared scenario helpers only in support.py."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import spec
+from conformance.checks import AREAS, area_of, load_all
+
+CHECKS_DIR = Path(__file__).resolve().parents[2] / "conformance" / "checks"
+MAX_LINES = 450
+NOT_AREAS = {"__init__", "support"}
+
+
+def test_every_section_of_the_registry_has_an_area():
+    sections = {r["section"] for r in spec.load_requirements()["requirements"]}
+    assert sorted(sections - set(AREAS)) == [], "sections of spec/requirements.yaml without an area in AREAS"
+    assert sorted(set(AREAS) - sections) == [], "areas named after no section of spec/requirements.yaml"
+
+
+@pytest.mark.parametrize("check_id", sorted(load_all()))
+def test_every_check_lives_in_the_module_its_area_names(check_id):
+    check = load_all()[check_id]
+    module = inspect.unwrap(check.function).__module__
+    assert module == f"conformance.checks.{check.area}", f"{check_id} is defined in {module}"
+    assert check.area in AREAS.values(), f"{check_id}: {check.area!r} is not an area of conformance.checks.AREAS"
+    areas = {area_of(requirement) for requirement in check.requirements}
+    assert check.area in areas, f"{check_id} judges only requirements of the areas {sorted(areas)}"
+
+
+def test_every_module_is_an_area_or_the_support_module():
+    modules = {path.stem for path in CHECKS_DIR.glob("*.py")}
+    assert sorted(modules - set(AREAS.values()) - NOT_AREAS) == []
+
+
+@pytest.mark.parametrize("path", sorted(CHECKS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_no_check_module_is_over_the_limit(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{path.name} has {lines} lines; split its helpers or its area"
+
+
+def test_area_modules_do_not_import_each_other():
+    """What two areas share belongs in support.py, written once."""
+    for path in CHECKS_DIR.glob("*.py"):
+        if path.stem in NOT_AREAS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                assert node.module == "support", f"{path.name} imports .{node.module}"
