@@ -49,7 +49,7 @@ class BareLangGraph:
 
     async def turn(self, message: str) -> TurnSample:
         """One turn in a new thread (as the reference subject starts a new session per turn)."""
-        set_request_context(FAKE_LLM, "bench-token")
+        set_request_context(FAKE_LLM)
         thread_id = str(uuid.uuid4())
         config = {"configurable": {"thread_id": thread_id, "project_id": "bench"}, "metadata": {"user_id": "bench"}}
         graph_input = {"messages": [stamp(HumanMessage(message))]}

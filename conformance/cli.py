@@ -3,6 +3,7 @@
     copilot-conformance run [--target NAME|FILE] [--report-dir reports/] [--jobs N] [--only PREFIX ...] [--quiet]
     copilot-conformance targets         the built-in targets
     copilot-conformance requirements    the requirement registry
+    copilot-conformance explain ID      one requirement: where it is specified, checked, implemented, proven
 
 `python -m conformance` is `copilot-conformance run`. Exit status of `run`: 0 when the target conforms (no
 requirement FAIL, STALE, NOT TESTABLE or ERROR), 1 when it does not (or the contract in spec/ has problems), 2
@@ -228,6 +229,22 @@ def requirements(section: str | None, level: str | None, show_text: bool) -> Non
         table.add_row(*row, *([record["text"]] if show_text else []))
     _stdout().print(table)
     click.echo(f"{shown} requirements")
+
+
+@cli.command()
+@click.argument("requirement_id", metavar="ID")
+def explain(requirement_id: str) -> None:
+    """Everything about one requirement: its level and text, where spec/ specifies it, the checks that judge it,
+    where the reference server implements it and which tests verify that, and the mutants of tests/quality/ that
+    prove its checks fail (each as path:line). An unknown id exits 2 and names the closest ones."""
+    from .explain import UnknownRequirement, explain, render
+
+    try:
+        explanation = explain(requirement_id)
+    except UnknownRequirement as exc:
+        click.echo(f"copilot-conformance: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(render(explanation))
 
 
 def main(argv: list[str] | None = None, prog_name: str = "copilot-conformance") -> None:

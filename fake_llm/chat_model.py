@@ -93,7 +93,7 @@ class FakeScriptedChatModel(BaseChatModel):
         return ChatGenerationChunk(message=AIMessageChunk(content="", id=message_id, tool_call_chunks=[tool_chunk]))
 
     def _last_chunk(self, selection: Selection, message_id: str) -> ChatGenerationChunk:
-        usage = selection.step.usage
+        usage = selection.step.usage  # exactly the step's usage, as usage_metadata (FAKELLM-005)
         message = AIMessageChunk(
             content="",
             id=message_id,

@@ -94,7 +94,7 @@ async def _stream(selection: Selection, completion_id: str, model: str) -> Async
             yield f"data: {json.dumps({'error': error})}\n\n"
             return
     yield _chunk(completion_id, model, {}, finish=step.finish_reason)
-    yield _chunk(completion_id, model, None, usage=_usage(step))
+    yield _chunk(completion_id, model, None, usage=_usage(step))  # always, whatever the request asked (FAKELLM-005)
     yield "data: [DONE]\n\n"
 
 

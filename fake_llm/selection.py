@@ -77,18 +77,18 @@ def select(messages: Sequence[Message], *, tools_bound: bool, library: ScriptLib
         found = ", ".join(t.group(0) for t in tags)
         raise ScriptSelectionError(f"the last user message has {len(tags)} script tags ({found}); put exactly one")
     tag = tags[0].group(0) if tags else None
-    name = tags[0].group("script") if tags else DEFAULT_SCRIPT
+    name = tags[0].group("script") if tags else DEFAULT_SCRIPT  # FAKELLM-001
     run = tags[0].group("run") if tags else None
     script = library.get(name)
-    step = sum(1 for m in messages[last_user + 1 :] if m.role == "assistant")
+    step = sum(1 for m in messages[last_user + 1 :] if m.role == "assistant")  # FAKELLM-002
     shown = tag or f"(no tag: default script {DEFAULT_SCRIPT!r})"
-    if script is None:
+    if script is None:  # an error naming the tag and the step, never a made-up reply (FAKELLM-004)
         raise ScriptSelectionError(
             f"tag {shown} names no known script {name!r} (step {step}); known scripts: {', '.join(library.names())}"
         )
-    if not tools_bound:
+    if not tools_bound:  # a title request (FAKELLM-003)
         return Selection(script=script, step_index=None, tag=tag, run=run)
-    if step >= len(script.steps):
+    if step >= len(script.steps):  # FAKELLM-004
         raise ScriptSelectionError(
             f"tag {shown}: script {name!r} has {len(script.steps)} step(s), but the request asks for step {step} "
             f"({step} assistant message(s) after the last user message)"

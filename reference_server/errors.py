@@ -1,4 +1,8 @@
-"""One error shape for every 4xx/5xx answer: `{"message", "code", "details"?}` (ERROR-001, INPUT-007)."""
+"""One error shape for every 4xx/5xx answer: `{"message", "code", "details"?}` (ERROR-001, INPUT-007).
+
+The codes are the contract's (ERROR-002): `unauthorized` and `validation_error` here, the others where
+chat/preconditions.py and chat/routes.py refuse a request.
+"""
 
 from __future__ import annotations
 

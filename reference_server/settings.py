@@ -32,6 +32,8 @@ class Settings(BaseSettings):
         description="Controller database, secrets and project directories.",
     )
     chat_prefix: str = Field(spec.default_prefix(), description="Chat path prefix; must contain {project_id}.")
+    # The heartbeat interval (HEARTBEAT-002) and whether the title generation counts in the statistics
+    # (STATS-006) are the server's declarations; conformance/targets/reference.yaml states them to the suite.
     heartbeat_interval: float = Field(15.0, gt=0, le=3600, description="Seconds of silence before a heartbeat.")
     title_counts_in_stats: bool = Field(True, description="Count the title generation in the statistics.")
     admin_username: str = Field("admin", min_length=3, description="Seeded when the controller database is new.")
@@ -45,6 +47,7 @@ class Settings(BaseSettings):
     @field_validator("chat_prefix")
     @classmethod
     def _prefix_has_project(cls, value: str) -> str:
+        # The one chat path prefix holds the {project_id} path parameter (PREFIX-001).
         if "{project_id}" not in value or not value.startswith("/") or value.endswith("/"):
             raise ValueError("must start with '/', contain '{project_id}' and not end with '/'")
         return value

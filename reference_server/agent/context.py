@@ -1,8 +1,8 @@
 """Request-scoped secrets for the agent, as the design document describes ("ContextVars Solution").
 
-The LLM configuration (with its decrypted API key) and the caller's bearer token live in context variables
-set by the request that starts a turn; the graph's nodes read them. They are never part of the LangGraph
-config or state, so they never reach the checkpointer (SECRET-001, SECRET-002).
+The LLM configuration (with its decrypted API key) lives in a context variable set by the request that
+starts a turn; the graph's nodes read it. It is never part of the LangGraph config or state, so it never
+reaches the checkpointer (SECRET-001, SECRET-002).
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ class LlmSettings:
 
 
 _llm_settings: ContextVar[LlmSettings] = ContextVar("copilot_llm_settings")
-_jwt_token: ContextVar[str] = ContextVar("copilot_jwt_token")
 
 
-def set_request_context(llm: LlmSettings, jwt_token: str) -> None:
+def set_request_context(llm: LlmSettings) -> None:
     _llm_settings.set(llm)
-    _jwt_token.set(jwt_token)
 
 
 def current_llm_settings() -> LlmSettings:
@@ -38,7 +36,3 @@ def current_llm_settings() -> LlmSettings:
         return _llm_settings.get()
     except LookupError as exc:
         raise RuntimeError("no LLM settings in this context: a turn must be started by a request") from exc
-
-
-def current_jwt_token() -> str | None:
-    return _jwt_token.get(None)

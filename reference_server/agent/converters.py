@@ -1,4 +1,4 @@
-"""Message converters: LangChain messages <-> the contract's OpenAI-format history messages (HISTORY-001..005)."""
+"""Message converters: LangChain messages -> the contract's OpenAI-format history messages (HISTORY-001..005)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from generated.api.message import OpenAIMessage
 from generated.api.tool_call import OpenAIToolCall, OpenAIToolCallFunction
@@ -50,20 +50,3 @@ def history_to_openai(thread_id: str, messages: list[BaseMessage]) -> list[OpenA
         to_openai(m, fallback_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{thread_id}/{i}")))
         for i, m in enumerate(messages)
     ]
-
-
-def from_openai(message: OpenAIMessage) -> BaseMessage:
-    """The inverse of `to_openai`, for clients that send OpenAI-format history back."""
-    metadata = {"created_at": message.created_at} if message.created_at else {}
-    common: dict[str, Any] = {"id": message.id, "content": message.content, "response_metadata": metadata}
-    if message.role == "user":
-        return HumanMessage(**common)
-    if message.role == "system":
-        return SystemMessage(**common)
-    if message.role == "tool":
-        return ToolMessage(tool_call_id=message.tool_call_id, name=message.name, **common)
-    calls = [
-        {"id": c.id, "name": c.function.name, "args": json.loads(c.function.arguments), "type": "tool_call"}
-        for c in message.tool_calls or []
-    ]
-    return AIMessage(tool_calls=calls, **common)

@@ -30,6 +30,8 @@ TITLE_PROMPT = (
     "Write a short title of at most six words for the conversation below. Reply with the title only, with no "
     "quotes, no trailing punctuation and no explanation."
 )
+# Titles are only cut at the column's limit: the permission to shorten them past 40 characters (TITLE-005,
+# MAY) is not used.
 TITLE_MAX_LENGTH = 255
 
 
@@ -63,6 +65,7 @@ def build_graph(
 
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         model = models.build(current_llm_settings()).bind_tools(tools)
+        # The whole conversation, its user messages as they were sent (TESTABILITY-002).
         response = await model.ainvoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]], config)
         return {"messages": [stamp(response)]}
 
@@ -70,10 +73,13 @@ def build_graph(
         last = state["messages"][-1]
         if isinstance(last, AIMessage) and last.tool_calls:
             return TOOL_NODE
+        # title_attempted is checkpointed: a session gets at most one title generation (TITLE-004).
         return END if state.get("title_attempted") else TITLE_NODE
 
     async def run_tool(call: dict[str, Any], config: RunnableConfig) -> ToolMessage:
         name, call_id = call["name"], call["id"]
+        # The tool node runs after its generation ended, so the call is complete; it is started once, with the
+        # call's id and name (TOOLCALL-004).
         await adispatch_custom_event("tool_start", {"tool_call_id": call_id, "tool_name": name}, config=config)
         chosen = tools_by_name.get(name)
         try:
@@ -84,13 +90,14 @@ def build_graph(
             result = ToolMessage(content=f"Error: {exc}", tool_call_id=call_id, name=name, status="error")
         result.name = name
         output = result.content if isinstance(result.content, str) else str(result.content)
+        # Ends once, after its start, with the same name and the call's id (TOOLCALL-005, TOOLCALL-007).
         await adispatch_custom_event(
             "tool_end", {"tool_call_id": call_id, "tool_name": name, "tool_output": output}, config=config
         )
         return stamp(result)
 
     async def tool_node(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
-        calls = state["messages"][-1].tool_calls
+        calls = state["messages"][-1].tool_calls  # every completed call is started and ended (TOOLCALL-006)
         return {"messages": list(await asyncio.gather(*(run_tool(call, config) for call in calls)))}
 
     async def title_generator(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:

@@ -19,13 +19,18 @@ class ChatModelFactory:
         self.library = library
         self.request_log = request_log
 
-    def build(self, settings: LlmSettings, *, temperature: float | None = None) -> BaseChatModel:
-        effective = settings.temperature if temperature is None else temperature
+    def build(self, settings: LlmSettings) -> BaseChatModel:
         if settings.provider == "fake":
             return FakeScriptedChatModel(
-                library=self.library, request_log=self.request_log, model_name=settings.model, temperature=effective
+                library=self.library,
+                request_log=self.request_log,
+                model_name=settings.model,
+                temperature=settings.temperature,
             )
-        return _openai_model(settings.base_url, settings.api_key or "", settings.model, effective, settings.max_tokens)
+        # Any OpenAI-compatible chat-completions server: base URL, model and API key (TESTABILITY-001).
+        return _openai_model(
+            settings.base_url, settings.api_key or "", settings.model, settings.temperature, settings.max_tokens
+        )
 
 
 @lru_cache(maxsize=64)

@@ -23,7 +23,7 @@ from .turn import Turn
 
 log = logging.getLogger(__name__)
 
-DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"
+DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"  # DB-001
 CANCELLED_TOOL_OUTPUT = "Cancelled: the turn was stopped before this tool call finished."
 
 
@@ -67,7 +67,7 @@ class AgentService:
         for upgraded in await migrate(self._repo_conn):
             log.info("project %s: chat_sessions upgraded from the legacy schema %s", self.project_id, upgraded)
         self._saver_conn = await _connect(self.db_path)
-        self.saver = AsyncSqliteSaver(self._saver_conn)
+        self.saver = AsyncSqliteSaver(self._saver_conn)  # its checkpoints and writes, in the same file (DB-005)
         await self.saver.setup()
         self.repo = ChatSessionsRepository(self._repo_conn, self.project_id)
         self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
@@ -83,6 +83,7 @@ class AgentService:
     # --- turns ------------------------------------------------------------------------------------------
 
     def is_busy(self, session_id: str) -> bool:
+        """One turn at a time per session, so that turns never interleave in its history (CONCURRENCY-002)."""
         return session_id in self.running
 
     def reserve(self, session_id: str) -> None:
@@ -98,12 +99,12 @@ class AgentService:
 
     def start_turn(self, session: ChatSession, message: str) -> Turn:
         """Start a turn; the caller checked ownership and busyness in the same event-loop step."""
-        session_id = session.thread_id
+        session_id = session.thread_id  # the one session_id of every event of the turn (EVENT-004)
         config = {
             "configurable": {"thread_id": session_id, "project_id": self.project_id},
             "metadata": {"user_id": session.user_id},
         }
-        user_message = stamp(HumanMessage(message))
+        user_message = stamp(HumanMessage(message))  # the exact text sent, as the history shows it (HISTORY-009)
         graph_input: dict = {"messages": [user_message]}
         if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
             graph_input["title_attempted"] = True
@@ -135,17 +136,18 @@ class AgentService:
                 await self.graph.aupdate_state(config, {"messages": repair}, as_node=TITLE_NODE)
                 messages += repair
             totals = TurnTotals(
-                message_count=len(messages),
+                message_count=len(messages),  # STATS-001
                 llm_calls=turn.stats.llm_calls,
                 input_tokens=turn.stats.input_tokens,
                 output_tokens=turn.stats.output_tokens,
                 generated_title=state.values.get("conversation_title"),
             )
-            await self.repo.record_turn(turn.session_id, totals)
-        finally:
+            await self.repo.record_turn(turn.session_id, totals)  # however it ended (STATS-005, ABORT-004)
+        finally:  # a failed or aborted turn too frees the session for the next (ERRSTREAM-002, ABORT-004)
             self.running.pop(turn.session_id, None)
 
     async def abort(self, session_id: str) -> bool:
+        """Whether a running turn was stopped (ABORT-005)."""
         turn = self.running.get(session_id)
         if turn is None:
             return False
@@ -157,13 +159,14 @@ class AgentService:
     async def history(self, session: ChatSession, limit: int) -> ConversationHistory:
         state = await self.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
         messages = history_to_openai(session.thread_id, list(state.values.get("messages", [])))
+        # Oldest first, with the session's id and title (HISTORY-001).
         return ConversationHistory(
             thread_id=session.thread_id,
             title=session.title,
             messages=messages[-limit:],
             created_at=session.created_at,
             updated_at=session.updated_at,
-            llm_calls=session.llm_calls_count,
+            llm_calls=session.llm_calls_count,  # HISTORY-008
         )
 
     async def delete_session(self, session_id: str) -> bool:
@@ -171,8 +174,8 @@ class AgentService:
         if turn is not None:
             turn.stop("session deleted")
             await turn.finished.wait()
-        deleted = await self.repo.delete(session_id)
-        await self.saver.adelete_thread(session_id)  # checkpoints and writes (DB-006)
+        deleted = await self.repo.delete(session_id)  # the row (SESSION-006)
+        await self.saver.adelete_thread(session_id)  # checkpoints and writes (SESSION-006, DB-006)
         return deleted
 
 

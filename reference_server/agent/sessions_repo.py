@@ -22,6 +22,7 @@ LISTING_INDEX = (
     "CREATE INDEX IF NOT EXISTS idx_sessions_listing "
     "ON chat_sessions(user_id, project_id, pinned DESC, updated_at DESC, id DESC)"
 )
+# The caller's sessions of this project and no others (LIST-001), in the contract's total order (LIST-002).
 LISTING_QUERY = (
     "SELECT * FROM chat_sessions WHERE user_id = ? AND project_id = ? ORDER BY pinned DESC, updated_at DESC, id DESC"
 )
@@ -68,7 +69,7 @@ async def migrate(db: aiosqlite.Connection) -> list[str]:
     contract = spec.load_document(spec.DB_DIR / "contract.yaml")
     if columns and "pinned" not in columns:
         legacy = next(s for s in contract["legacy_schemas"] if s["name"] == "v0-before-pinned")
-        for statement in legacy["upgrade"]:
+        for statement in legacy["upgrade"]:  # adds `pinned` DEFAULT FALSE: old rows can be pinned (MIGRATION-002)
             await db.execute(statement)
         applied.append(legacy["name"])
     await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))
@@ -96,7 +97,7 @@ class ChatSessionsRepository:
         ]
 
     async def create(self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None) -> ChatSession:
-        now = utc_now()
+        now = utc_now()  # created_at = updated_at; updates only move updated_at forward (TIME-002)
         async with self._write_lock:
             await self.db.execute(
                 "INSERT INTO chat_sessions (thread_id, user_id, project_id, title, created_at, updated_at, metadata,"
@@ -149,7 +150,7 @@ class ChatSessionsRepository:
                 totals.llm_calls,
                 totals.input_tokens,
                 totals.output_tokens,
-                totals.input_tokens + totals.output_tokens,
+                totals.input_tokens + totals.output_tokens,  # STATS-004
                 utc_now(),
                 totals.generated_title,
                 NEW_TITLE,

@@ -1,4 +1,8 @@
-"""From LangGraph's `astream_events` to the contract's SSE events, collecting the turn's statistics on the way."""
+"""From LangGraph's `astream_events` to the contract's SSE events, collecting the turn's statistics on the way.
+
+Events are built with the models generated from spec/events, so that each validates against the event union
+(EVENT-001); `content` events alone are plain dicts of the same shape, on the hot path.
+"""
 
 from __future__ import annotations
 
@@ -59,7 +63,8 @@ class ToolCallStreamAccumulator:
         return events
 
     def complete(self, final_calls: list[dict[str, Any]]) -> list[Event]:
-        """Close every call of the generation; calls that never streamed are shown from the final message."""
+        """Close every call of the generation, parallel ones included, each under its own id (TOOLCALL-006);
+        calls that never streamed are shown from the final message."""
         events: list[Event] = []
         streamed_ids = {call.id for call in self._calls.values()}
         for final in final_calls:
@@ -103,7 +108,7 @@ class TurnStatistics:
 
 @dataclass
 class StreamTranslator:
-    session_id: str
+    session_id: str  # carried by every event it makes (EVENT-002, EVENT-003)
     title_counts_in_stats: bool
     stats: TurnStatistics = field(default_factory=TurnStatistics)
     streamed: list[str] = field(default_factory=list)  # every `content` sent: a cut-short turn keeps it
@@ -119,6 +124,8 @@ class StreamTranslator:
         return node == LLM_NODE or (node == TITLE_NODE and self.title_counts_in_stats)
 
     def translate(self, raw: dict[str, Any]) -> list[Event]:
+        """Only `content`, `tool_call`, `tool_start` and `tool_end` come from the graph; `heartbeat`, `error` and
+        `done` are the Turn's (STREAM-ORDER-001)."""
         kind, node = raw["event"], raw.get("metadata", {}).get("langgraph_node")
         data = raw.get("data", {})
         if kind == "on_chat_model_start" and self._counted(node):

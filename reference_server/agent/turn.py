@@ -35,7 +35,7 @@ class Turn:
         finish: Callable[[Turn], Awaitable[None]],
         heartbeat_interval: float,
     ) -> None:
-        self.session_id = session_id
+        self.session_id = session_id  # heartbeat, error and done carry it (EVENT-002)
         self.user_message_id = user_message_id
         self._events = events
         self.translator = translator
@@ -52,6 +52,7 @@ class Turn:
         return self.translator.stats
 
     def start(self) -> None:
+        # A task of its own: turns of different sessions run concurrently (CONCURRENCY-003).
         self._task = asyncio.create_task(self._run(), name=f"turn:{self.session_id}")
 
     def stop(self, reason: str) -> None:
@@ -71,6 +72,7 @@ class Turn:
         if self.stop_reason is not None:
             self._graph_task.cancel()
         await asyncio.wait([self._graph_task])
+        # At most one error, queued after the graph's last event; the next event queued is done (STREAM-ORDER-002).
         if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
             log.warning("turn of session %s failed: %r", self.session_id, error)
             message = str(error) or type(error).__name__
@@ -81,13 +83,14 @@ class Turn:
             await self._finish(self)
         except Exception:  # the stream still ends with done; the log tells what went wrong
             log.exception("finishing the turn of session %s failed", self.session_id)
-        finally:
+        finally:  # exactly one done, and nothing after it: the stream ends there (STREAM-ORDER-003)
             self._queue.put_nowait(DoneEvent(type="done", session_id=self.session_id).model_dump())
             self._queue.put_nowait(_END)
             self.finished.set()
 
     async def stream(self) -> AsyncIterator[list[Event]]:
-        """The turn's events in batches, with a heartbeat whenever nothing came for the interval (HEARTBEAT-001).
+        """The turn's events in batches, with a heartbeat whenever nothing came for the interval (HEARTBEAT-001),
+        so that no gap between frames is longer than the interval and a few milliseconds (HEARTBEAT-003).
 
         The first event goes out at once; after that, events that arrive within COALESCE_SECONDS of each other
         go out together as one chunk: one socket write per batch instead of one per token, at the cost of

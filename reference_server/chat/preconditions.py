@@ -85,7 +85,7 @@ def history_limit(request: Request) -> int:
 
 
 async def owned_session(service: AgentService, session_id: str, caller: Caller) -> ChatSession:
-    """404 for a missing session and for another user's (ISOLATION-001)."""
+    """404 for a missing or deleted session (SESSION-007) and for another user's (ISOLATION-001)."""
     session = await service.repo.get(session_id)
     if session is None or session.user_id != caller.user.user_id:
         raise ApiError(404, "session_not_found", f"Session {session_id} not found")

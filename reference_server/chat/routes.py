@@ -1,4 +1,8 @@
-"""The chat API of spec/openapi.yaml, under the configured chat path prefix."""
+"""The chat API of spec/openapi.yaml, under the configured chat path prefix.
+
+Answers are the models generated from spec/schemas, and every refusal is an ApiError rendered as the error
+body, so that each status and body is one that openapi.yaml documents for the operation (CONTRACT-001).
+"""
 
 from __future__ import annotations
 
@@ -42,28 +46,31 @@ def sse_frames(turn: Turn) -> AsyncIterator[str]:
 
 
 def build_router(prefix: str) -> APIRouter:
-    router = APIRouter(prefix=prefix, tags=["Chat"])
+    router = APIRouter(prefix=prefix, tags=["Chat"])  # every chat endpoint under the one prefix (PREFIX-001)
 
     @router.post("/stream")
     async def stream_chat(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
         service = await opened_project(project_id, request)
+        # The generated model checks message, mode, temperature and stream (INPUT-001..004) and ignores unknown
+        # members (INPUT-008).
         body: ChatRequest = await json_body(request, ChatRequest)
         llm = await llm_settings(request, caller, body.temperature)
         session_id = body.session_id.root if body.session_id is not None else str(uuid.uuid4())  # SESSION-001
-        session = await service.repo.get(session_id)
+        session = await service.repo.get(session_id)  # an existing session of the caller continues (SESSION-005)
         if session is not None and session.user_id != caller.user.user_id:  # ISOLATION-002
             raise ApiError(404, "session_not_found", f"Session {session_id} not found")
         if service.is_busy(session_id):  # CONCURRENCY-001
             raise ApiError(409, "session_busy", "Session is busy with another turn")
         service.reserve(session_id)  # in this event-loop step; start_turn replaces the reservation
         try:
-            if session is None:  # SESSION-002
+            if session is None:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
                 session = await service.repo.create(session_id, caller.user.user_id)
-            set_request_context(llm, caller.token)  # copied into the turn's tasks, never into the graph config
+            set_request_context(llm)  # copied into the turn's tasks, never into the graph config
             turn = service.start_turn(session, body.message)
         except BaseException:
             service.release(session_id)
             raise
+        # 200 with media type text/event-stream (FRAME-001).
         return StreamingResponse(sse_frames(turn), media_type="text/event-stream", headers=SSE_HEADERS)
 
     @router.get("/sessions")
@@ -85,11 +92,12 @@ def build_router(prefix: str) -> APIRouter:
     async def rename_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> ChatSession:
         service = await opened_project(project_id, request)
         session_id = valid_session_id(session_id)
+        # A title of 1 to 255 characters, else 422; the renamed session is the answer (SESSION-004).
         body: RenameSessionRequest = await json_body(request, RenameSessionRequest)
         await owned_session(service, session_id, caller)
         return await service.repo.rename(session_id, body.title)
 
-    @router.delete("/sessions/{session_id}", status_code=204)
+    @router.delete("/sessions/{session_id}", status_code=204)  # SESSION-006
     async def delete_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> Response:
         service = await opened_project(project_id, request)
         session_id = valid_session_id(session_id)

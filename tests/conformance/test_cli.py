@@ -248,3 +248,18 @@ def test_an_exception_the_engine_lets_through_becomes_error_verdicts(monkeypatch
     assert result.harness_error.startswith("harness error: KeyError")
     assert {v.verdict for v in result.verdicts} <= {"ERROR", "N/A", "EXCLUDED"}
     assert len(result.verdicts) == len(IDS)
+
+
+@pytest.mark.parametrize("requirement_id", IDS)
+def test_explain_prints_the_four_locations_of_every_requirement(requirement_id):
+    result = invoke("explain", requirement_id)
+    assert result.exit_code == 0, result.output
+    for heading in ("specified:", "checked by:", "implemented in", "proven by mutants:"):
+        assert heading in result.output, (requirement_id, heading)
+    assert f"{requirement_id} (" in result.output.splitlines()[0]
+
+
+def test_explain_an_unknown_id_exits_2_naming_the_closest():
+    result = invoke("explain", "TOOLCALL-05")
+    assert result.exit_code == 2
+    assert "unknown requirement id 'TOOLCALL-05'" in result.output and "TOOLCALL-005" in result.output
