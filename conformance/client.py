@@ -189,9 +189,11 @@ class ChatClient:
         exchange.events = parsed.events
         self._observe_events(exchange)
         rules = check_events(parsed.events) if completed else []
-        return StreamResult(
-            exchange, parsed.events, arrivals[: len(parsed.events)], parsed.violations, rules, completed
-        )
+        # Checks read events as objects; anything else is EVENT-001's to report (above), not a reason to crash.
+        objects = [i for i, event in enumerate(parsed.events) if isinstance(event, dict)]
+        events = [parsed.events[i] for i in objects]
+        times = [arrivals[i] for i in objects if i < len(arrivals)]
+        return StreamResult(exchange, events, times, parsed.violations, rules, completed)
 
 
 async def _read_frames(

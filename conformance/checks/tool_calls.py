@@ -22,15 +22,21 @@ async def accumulation(ctx: CheckContext) -> None:
     judge_stream_rules(ctx, results, requirements)
 
 
+def _completed_calls(events: list[dict]) -> list[dict]:
+    """The `tool_call` objects of the events that complete a call (a malformed one is EVENT-001's to report)."""
+    calls = [e.get("tool_call") for e in events if e.get("type") == "tool_call"]
+    return [
+        c
+        for c in calls
+        if isinstance(c, dict) and isinstance(c.get("function"), dict) and c["function"].get("complete")
+    ]
+
+
 @check("tool_calls.parallel")
 async def parallel(ctx: CheckContext) -> None:
     result = await ctx.client.stream({"message": ctx.message("cs-parallel")})
     require_turn(ctx, result, "TOOLCALL-006")
-    completed = [
-        e["tool_call"]["id"]
-        for e in result.events
-        if e.get("type") == "tool_call" and e["tool_call"]["function"].get("complete")
-    ]
+    completed = [call.get("id") for call in _completed_calls(result.events)]
     started = [e.get("tool_call_id") for e in result.events if e.get("type") == "tool_start"]
     ends = [e for e in result.events if e.get("type") == "tool_end"]
     problems = rule_problems([result], "TOOLCALL-006")
