@@ -136,7 +136,11 @@ def run(
     WARN (a SHOULD); XFAIL (a failure the target's baseline lists); STALE (listed but no longer failing); NOT
     TESTABLE (the target could not be made to exercise it: fails the run); N/A; EXCLUDED; ERROR (the suite's fault).
 
-    Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file or bad arguments.
+    Before any check, preflight proves the target file right about the server (the prefix answers, the users'
+    tokens work, turns reach the fake LLM, every declared tool is offered, the slow tool takes its time).
+
+    Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file (preflight included) or bad
+    arguments.
     """
     from .reports import report_data, report_paths, write_reports
     from .reports.console import print_summary
@@ -167,8 +171,12 @@ def run(
             for line in checked:
                 out.print(f"  checked: {line}", markup=False)
 
-    with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
-        result = run_suite(target, jobs=jobs, only=list(only) or None, on_check_done=progress)
+    try:
+        with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
+            result = run_suite(target, jobs=jobs, only=list(only) or None, on_check_done=progress)
+    except TargetError as exc:  # preflight: the target file is wrong about the server; nothing was judged
+        click.echo(f"copilot-conformance: preflight stopped the run, change the target file: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
 
     files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
     data = report_data(result, files)

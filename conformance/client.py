@@ -65,6 +65,7 @@ class ChatClient:
     def __init__(self, env: Environment, check_id: str) -> None:
         self.env, self.check_id = env, check_id
         self.exchanges: list[Exchange] = []
+        self.observed: list[Finding] = []  # what the answers broke, judged for every check (CONTRACT-001, EVENT-001)
 
     def _url(self, path: str, project_id: str | None) -> str:
         return self.env.base_url + self.env.prefix(project_id) + path
@@ -80,7 +81,7 @@ class ChatClient:
         if operation is None or exchange.status is None or exchange.events:
             return
         for violation in response_violations(operation, exchange.status, exchange.content_type, exchange.body):
-            self.env.observed.append(
+            self.observed.append(
                 Finding(
                     violation.requirement, Outcome.FAILED, violation.message, self.check_id, [exchange.as_evidence()]
                 )
@@ -89,7 +90,7 @@ class ChatClient:
     def _observe_events(self, exchange: Exchange) -> None:
         """The per-event rules (EVENT-001) on every event of every stream, whichever check read it."""
         for violation in event_violations(exchange.events):
-            self.env.observed.append(
+            self.observed.append(
                 Finding(
                     violation.requirement,
                     Outcome.FAILED,
@@ -157,9 +158,10 @@ class ChatClient:
         deadline: float | None = None,
     ) -> StreamResult:
         """POST {prefix}/stream and read it to its end, or until `stop_when(event)` (then the suite disconnects),
-        never longer than the deadline."""
+        never longer than its deadline (by default the scenario's own, Environment.deadline_for)."""
         url = self._url("/stream", project_id)
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        deadline = deadline or self.env.deadline_for(body.get("message") if isinstance(body, dict) else None)
         exchange = Exchange("POST", url, raw.decode("utf-8", "replace"), user=user)
         headers = {"Authorization": f"Bearer {self.env.user(user).token}", "Content-Type": "application/json"}
         chunks: list[str] = []
@@ -167,7 +169,7 @@ class ChatClient:
         completed = False
         started = time.monotonic()
         try:
-            async with asyncio.timeout(deadline or self.env.target.stream_deadline):
+            async with asyncio.timeout(deadline):
                 async with self.env.client.stream("POST", url, content=raw, headers=headers) as response:
                     exchange.status = response.status_code
                     exchange.content_type = response.headers.get("content-type")

@@ -15,9 +15,9 @@ import spec
 
 from .client import ChatClient
 from .errors import NotTestable
-from .findings import Finding
 from .llm_log import FakeLLMLog
 from .recorder import FindingsRecorder
+from .scenarios import calls_tool, script_named_in, scripted_seconds
 
 
 @dataclass
@@ -41,8 +41,19 @@ class Environment:
     controller: Any | None  # conformance.controller.Controller, when the target has a GNS3-style controller
     workdir: Any
     client: httpx.AsyncClient
-    observed: list[Finding] = field(default_factory=list)  # findings of every exchange, for the global checks
     api_keys: list[str] = field(default_factory=list)  # the LLM API keys the suite configured (SECRET-001)
+    slow_tool_seconds: float = 0.0  # a turn calling the slow tool, as preflight measured it
+
+    def deadline_for(self, message: object) -> float:
+        """How long a turn may take before the suite gives up on it: the target's stream_deadline_seconds (what a
+        quick turn may take), plus every wait its scenario makes on purpose (the fake LLM's scripted silences and
+        the slow tool's run), so that the suite's deadline is never shorter than its own scenario."""
+        script = self.scripts.get(script_named_in(message) or "")
+        if script is None:
+            return self.target.stream_deadline
+        slow = self.target.tools.get("slow")
+        tool_time = self.slow_tool_seconds * calls_tool(script, slow["name"]) if slow else 0.0
+        return self.target.stream_deadline + scripted_seconds(script) + tool_time
 
     def prefix(self, project_id: str | None = None) -> str:
         return self.target.data["chat_prefix"].format(project_id=project_id or self.project_id)

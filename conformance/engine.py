@@ -21,11 +21,13 @@ import spec
 from .checks import CheckSpec, select
 from .context import CheckContext, Environment, User
 from .controller import Controller
-from .errors import Blocked, HarnessError, NotTestable
-from .findings import Finding, Outcome, RequirementVerdict, harness_failure, judge, run_passes
+from .errors import Blocked, HarnessError, NotTestable, TargetError
+from .findings import Finding, Outcome, RequirementVerdict, combine, harness_failure, judge, run_passes
+from .preflight import preflight
 from .processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
 from .scenarios import write_scripts
 from .target import Target
+from .transient import transient_errors
 
 
 @dataclass
@@ -34,6 +36,13 @@ class CheckRun:
     requirements: tuple[str, ...]
     duration: float
     findings: list[Finding]
+    observed: list[Finding] = field(default_factory=list)  # what its answers broke (CONTRACT-001, EVENT-001...)
+    transient: list[str] = field(default_factory=list)  # the server's own errors it met (conformance.transient)
+    rerun: CheckRun | None = None  # the second attempt, when transient errors made the suite run it again
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return self.findings + self.observed
 
 
 @dataclass
@@ -47,6 +56,11 @@ class RunResult:
     harness_error: str | None = None
     passed: bool = False
     secrets: dict[str, str] = field(default_factory=dict)  # what the SECRET checks looked for (redacted)
+
+    @property
+    def transient(self) -> dict[str, list[str]]:
+        """Check id -> the transient server errors it met (each such check was re-run once)."""
+        return {run.id: run.transient for run in self.checks if run.transient}
 
 
 @dataclass
@@ -94,7 +108,9 @@ async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient) -> P
             )
         else:
             base_url = target.data["base_url"].rstrip("/")
-        return await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
+        prepared = await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
+        await preflight(prepared.env)
+        return prepared
     except BaseException:
         for process in reversed(processes):
             process.stop(5)
@@ -176,7 +192,51 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
         for requirement in spec_.requirements
         if requirement not in judged
     ]
-    return CheckRun(spec_.id, spec_.requirements, time.monotonic() - started, findings)
+    transient = transient_errors(ctx.client.exchanges, env.scripts)
+    duration = time.monotonic() - started
+    return CheckRun(spec_.id, spec_.requirements, duration, findings, ctx.client.observed, transient)
+
+
+async def _rerun_transient(
+    check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment, semaphore: asyncio.Semaphore
+) -> None:
+    """Run once more every check that met transient server errors and did not pass everything."""
+
+    async def again(first: CheckRun) -> None:
+        async with semaphore:
+            first.rerun = await run_check(specs[first.id], env)
+
+    suspect = [r for r in check_runs if r.transient and any(f.outcome != Outcome.PASSED for f in r.all_findings)]
+    await asyncio.gather(*(again(r) for r in suspect))
+
+
+def _findings_and_flaky(check_runs: list[CheckRun]) -> tuple[dict[str, list[Finding]], dict[str, str]]:
+    """Every finding by requirement (first attempts), and the requirements whose outcome over the whole run
+    differs when a re-run check's second attempt replaces its first: those are FLAKY, with why."""
+    first: dict[str, list[Finding]] = {}
+    second: dict[str, list[Finding]] = {}
+    for run_ in check_runs:
+        for finding in run_.all_findings:
+            first.setdefault(finding.requirement, []).append(finding)
+        for finding in (run_.rerun or run_).all_findings:
+            second.setdefault(finding.requirement, []).append(finding)
+    flaky = {}
+    for requirement in sorted(set(first) | set(second)):
+        before, after = combine(first.get(requirement, [])), combine(second.get(requirement, []))
+        if before != after:
+            met = [f"{r.id}: {r.transient[0]}" for r in check_runs if r.rerun is not None]
+            flaky[requirement] = (
+                f"the server had transient errors ({'; '.join(met)[:600]}); judged {before.value} on the first "
+                f"attempt and {after.value} on a re-run: this verdict is unreliable"
+            )
+            first[requirement] = first.get(requirement, []) + [
+                f
+                for r in check_runs
+                if r.rerun is not None
+                for f in r.rerun.all_findings
+                if f.requirement == requirement
+            ]
+    return first, flaky
 
 
 def _failed_run(target: Target, message: str, details: str, started: float, started_at: str) -> RunResult:
@@ -205,11 +265,14 @@ async def run(
     workdir: Path | None = None,
 ) -> RunResult:
     """Run the checks selected by `only` (check id prefixes; all by default) against the target and judge every
-    requirement. Never raises: a harness error or a suite bug gives a result whose requirements are ERROR."""
+    requirement. A harness error or a suite bug gives a result whose requirements are ERROR; only a target file
+    that preflight proves wrong raises (TargetMisdeclared, a TargetError)."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.monotonic()
     try:
         return await _run(target, jobs, only, on_check_done, workdir, started, started_at)
+    except TargetError:  # the target file is wrong (preflight): a usage error for the caller, not a verdict
+        raise
     except HarnessError as exc:  # the fake LLM or the target did not start, provisioning failed
         return _failed_run(target, str(exc), str(exc), started, started_at)
     except Exception as exc:  # a suite bug, or a target broken in a way the engine does not catch
@@ -242,15 +305,11 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
                     return result
 
                 check_runs = await asyncio.gather(*(one(s) for s in chosen))
+                await _rerun_transient(check_runs, {s.id: s for s in chosen}, prepared.env, semaphore)
             finally:
                 for process in reversed(prepared.processes):
                     await asyncio.to_thread(process.stop, target.data.get("start", {}).get("stop_grace_seconds", 10))
-    findings: dict[str, list[Finding]] = {}
-    for check_run in check_runs:
-        for finding in check_run.findings:
-            findings.setdefault(finding.requirement, []).append(finding)
-    for finding in prepared.env.observed:
-        findings.setdefault(finding.requirement, []).append(finding)
+    findings, flaky = _findings_and_flaky(check_runs)
     judged_ids = {r for run_ in check_runs for r in run_.requirements}
     verdicts = []
     for record in records:
@@ -263,12 +322,13 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
                 capabilities=target.capabilities,
                 known_failures=target.baseline.known_failures,
                 accepted_not_testable=target.baseline.not_testable,
+                flaky=flaky,
             )
         )
     result = RunResult(
         target, prepared.env.base_url, verdicts, list(check_runs), time.monotonic() - started, started_at
     )
-    result.passed = run_passes(verdicts, target.baseline.not_testable)
+    result.passed = run_passes(verdicts, target.baseline.not_testable, baseline=target.baseline.source is not None)
     # What reports must never show: the configured API keys and every bearer token of the run.
     result.secrets = {f"api_key_{i}": key for i, key in enumerate(prepared.env.api_keys)}
     result.secrets.update({f"token_{i}": token for i, token in enumerate(prepared.tokens)})

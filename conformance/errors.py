@@ -44,3 +44,12 @@ class Blocked(CheckStopped):
 
 class NotTestable(CheckStopped):
     """The target cannot be made to exercise what the check needs (undeclared tool, no database access...)."""
+
+
+class TargetMisdeclared(TargetError):
+    """Preflight found the target file wrong about the server (a prefix it does not serve, a tool it does not
+    offer...): nothing would be judged fairly, so the run stops before any check. `key` is the file's key to fix."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.key, self.message = key, message

@@ -29,9 +29,12 @@ class Verdict(StrEnum):
     EXCLUDED = "EXCLUDED"  # the registry says why no check exists
     ERROR = "ERROR"  # the suite's own fault (harness error): the run fails
     NOT_RUN = "NOT RUN"  # reports only: the requirement's checks were not selected (`--only`)
+    FLAKY = "FLAKY"  # the server had transient errors and the re-run judged it otherwise: unreliable, listed
 
 
 FAILING_VERDICTS = frozenset({Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE, Verdict.ERROR})
+# FLAKY fails a run judged on its own; a run compared with a baseline lists it without failing (issue 11).
+FAILING_WITHOUT_BASELINE = FAILING_VERDICTS | {Verdict.FLAKY}
 
 
 @dataclass
@@ -74,7 +77,9 @@ def judge(
     capabilities: set[str],
     known_failures: dict[str, str],
     accepted_not_testable: dict[str, str],
+    flaky: dict[str, str] | None = None,
 ) -> RequirementVerdict:
+    """`flaky`: requirement id -> why its checks were judged otherwise on a re-run after transient server errors."""
     rid, level = record["id"], record["level"]
     if "excluded" in record:
         return RequirementVerdict(record, Verdict.EXCLUDED, [], record["excluded"])
@@ -83,6 +88,8 @@ def judge(
         return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], f"capability `{capability}` not declared")
     if level == "MAY" and not capability:
         return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], "MAY without a capability: nothing to require")
+    if flaky and rid in flaky:
+        return RequirementVerdict(record, Verdict.FLAKY, findings, flaky[rid])
     outcome = combine(findings)
     if rid in known_failures:
         if outcome == Outcome.FAILED:
@@ -117,10 +124,14 @@ def harness_failure(records: list[dict[str, Any]], message: str, capabilities: s
     ]
 
 
-def run_passes(verdicts: list[RequirementVerdict], accepted_not_testable: dict[str, str]) -> bool:
-    for verdict in verdicts:
-        if verdict.verdict == Verdict.NOT_TESTABLE and verdict.id in accepted_not_testable:
-            continue
-        if verdict.verdict in FAILING_VERDICTS:
-            return False
-    return True
+def fails_the_run(verdict: Verdict, requirement_id: str, accepted_not_testable: dict[str, str], baseline: bool) -> bool:
+    if verdict == Verdict.NOT_TESTABLE and requirement_id in accepted_not_testable:
+        return False
+    return verdict in (FAILING_VERDICTS if baseline else FAILING_WITHOUT_BASELINE)
+
+
+def run_passes(
+    verdicts: list[RequirementVerdict], accepted_not_testable: dict[str, str], *, baseline: bool = False
+) -> bool:
+    """No verdict fails the run. `baseline`: the target has a baseline file, which lists FLAKY without failing."""
+    return not any(fails_the_run(v.verdict, v.id, accepted_not_testable, baseline) for v in verdicts)

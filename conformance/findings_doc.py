@@ -105,7 +105,21 @@ def render(data: dict[str, Any]) -> str:
         evidence = next((f["evidence"][0] for f in problems if f.get("evidence")), None)
         if evidence:
             lines += ["**Evidence:**", "", *_evidence(evidence), ""]
-    lines += ["## Requirements that could not be exercised", ""]
+    lines += ["## Flaky: verdicts the server's own transient errors made unreliable", ""]
+    lines += [
+        "A check that met a transient server error (a 5xx answer, or an `error` event its scenario did not script) "
+        "and did not pass is run once more. A requirement judged otherwise the second time is FLAKY: neither "
+        "attempt can be trusted, so it is listed here, with the server's error text, and not counted as a new "
+        "failure against the baseline.",
+        "",
+    ]
+    flaky = [r for r in requirements if r["verdict"] == Verdict.FLAKY]
+    lines += [f"- **{e['id']}** ({e['level']}): {e.get('note')}" for e in flaky] or ["None in this run."]
+    transient = data.get("transient_errors") or {}
+    if transient:
+        lines += ["", f"Checks that met transient server errors in this run ({len(transient)}):", ""]
+        lines += [f"- `{check}`: {errors[0]}" for check, errors in sorted(transient.items())]
+    lines += ["", "## Requirements that could not be exercised", ""]
     if not untestable:
         lines += ["None.", ""]
     for entry in untestable:

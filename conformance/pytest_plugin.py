@@ -105,6 +105,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     """The suite, run once per session against the --target, its reports written to --report-dir."""
     from .engine import run_suite
+    from .errors import TargetError
     from .reports import report_data, report_paths, write_reports
     from .target import load_target
 
@@ -114,11 +115,14 @@ def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
         if state.target is None:
             state.target = load_target(config.getoption("conformance_target"))
         report_dir = Path(config.getoption("conformance_report_dir"))
-        state.result = run_suite(
-            state.target,
-            jobs=max(1, config.getoption("conformance_jobs")),
-            only=config.getoption("conformance_only") or None,
-        )
+        try:
+            state.result = run_suite(
+                state.target,
+                jobs=max(1, config.getoption("conformance_jobs")),
+                only=config.getoption("conformance_only") or None,
+            )
+        except TargetError as exc:  # preflight: the target file is wrong about the server
+            pytest.exit(f"copilot-conformance: preflight stopped the run, change the target file: {exc}", returncode=2)
         state.files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
         state.data = report_data(state.result, state.files)
         write_reports(state.result, report_dir, data=state.data)

@@ -6,11 +6,13 @@ tells exactly which generations the target made for that check, and with what us
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+SCRIPT_TAG = re.compile(r"\[\[fake-llm:([A-Za-z0-9_-]+)")
 PLAIN_TEXT = ["The lab ", "looks ", "healthy."]
 TITLE = "Conformance check title"
 QUOTED_TITLE_REPLY = '  "Quoted\ntitle reply"  '  # made one line and unquoted: Quoted title reply
@@ -142,3 +144,28 @@ def usage_of(scripts: dict[str, dict[str, Any]], script: str, step: int | None) 
     if data.get("fail"):
         return 0, 0  # a failed generation reports no usage
     return data["usage"]["input_tokens"], data["usage"]["output_tokens"]
+
+
+def scripted_seconds(script: dict[str, Any]) -> float:
+    """How long the fake LLM itself waits while playing `script` (every step's and the title's delays)."""
+    total_ms = 0
+    for step in [*script["steps"], script.get("title") or {}]:
+        chunks = len(step.get("text_chunks", []))
+        total_ms += step.get("delay_before_ms", 0) + step.get("delay_between_ms", 0) * max(0, chunks - 1)
+    return total_ms / 1000
+
+
+def calls_tool(script: dict[str, Any], name: str) -> int:
+    """How many calls of the tool `name` the script makes."""
+    return sum(1 for step in script["steps"] for call in step.get("tool_calls", []) if call["name"] == name)
+
+
+def script_named_in(text: object) -> str | None:
+    """The script a message (or a request body holding one) selects with its fake-LLM tag."""
+    found = SCRIPT_TAG.search(text) if isinstance(text, str) else None
+    return found.group(1) if found else None
+
+
+def scripts_a_failure(script: dict[str, Any]) -> bool:
+    """Whether a turn of `script` is meant to end in an `error` event (a failing generation)."""
+    return any(step.get("fail") for step in script["steps"])

@@ -23,7 +23,7 @@ async def matches_history(ctx: CheckContext) -> None:
             result.exchange,
         )
         streamed.append(result)
-    messages = (await history(ctx, session, "HISTORY-001", limit=1000))["messages"]
+    messages = (await history(ctx, session, "HISTORY-001"))["messages"]
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     ctx.findings.require(len(users) == 3, "HISTORY-009", f"expected 3 user messages in the history, found {len(users)}")
     ctx.findings.expect(

@@ -103,6 +103,12 @@ async def validation(ctx: CheckContext) -> None:
         ("INPUT-003", {"message": tagged, "temperature": 2.5}, ["temperature"], "`temperature` 2.5"),
         ("INPUT-003", {"message": tagged, "temperature": -0.1}, ["temperature"], "`temperature` -0.1"),
         ("INPUT-003", {"message": tagged, "temperature": "hot"}, ["temperature"], '`temperature` "hot"'),
+        # JSON types are taken as they are: a string, or a boolean, is not a number.
+        ("INPUT-003", {"message": tagged, "temperature": "0.5"}, ["temperature"], '`temperature` "0.5" (a string)'),
+        ("INPUT-003", {"message": tagged, "temperature": True}, ["temperature"], "`temperature` true"),
+        ("INPUT-003", {"message": tagged, "temperature": False}, ["temperature"], "`temperature` false"),
+        ("INPUT-004", {"message": tagged, "stream": 1}, ["stream"], "`stream` 1 (a number, not true)"),
+        ("INPUT-004", {"message": tagged, "stream": "true"}, ["stream"], '`stream` "true" (a string)'),
         # SESSION-003 (sessions.id_validation) judges its status; here only the shape of its 422.
         (None, {"message": tagged, "session_id": 7}, ["session_id"], "`session_id` 7 (a number)"),
         ("INPUT-006", b"[]", None, "a JSON array `[]`"),

@@ -18,7 +18,7 @@ async def endpoints(ctx: CheckContext) -> None:
     pinned = await ctx.client.call("PUT", f"/sessions/{session_id}/pin", operation="pinSession")
     ctx.findings.require_status(pinned, 200, "ISOLATION-001")
     before = await listed(ctx, session_id, "ISOLATION-001")
-    before_history = message_keys((await history(ctx, session_id, "ISOLATION-001", limit=1000))["messages"])
+    before_history = message_keys((await history(ctx, session_id, "ISOLATION-001"))["messages"])
     for endpoint in session_endpoints(ctx.target.capabilities):
         exchange = await call_operation(ctx, endpoint, session_id, user="other")
         ctx.findings.expect(
@@ -37,7 +37,7 @@ async def endpoints(ctx: CheckContext) -> None:
     ctx.findings.expect(
         "ISOLATION-001", not changed, f"user other's calls changed main's session: {'; '.join(changed)}"
     )
-    after_history = message_keys((await history(ctx, session_id, "ISOLATION-001", limit=1000))["messages"])
+    after_history = message_keys((await history(ctx, session_id, "ISOLATION-001"))["messages"])
     ctx.findings.expect(
         "ISOLATION-001",
         after_history == before_history,
@@ -51,7 +51,7 @@ async def stream(ctx: CheckContext) -> None:
     session_id = ctx.session_id()
     result = await turn(ctx, "ISOLATION-002", session_id)
     before = await listed(ctx, session_id, "ISOLATION-002")
-    before_history = message_keys((await history(ctx, session_id, "ISOLATION-002", limit=1000))["messages"])
+    before_history = message_keys((await history(ctx, session_id, "ISOLATION-002"))["messages"])
     intruder_run = f"{ctx.run}-other"
     attempt = await ctx.client.stream(
         {"message": ctx.message("cs-plain", "Another user's message", run=intruder_run), "session_id": session_id},
@@ -78,7 +78,7 @@ async def stream(ctx: CheckContext) -> None:
     after = await listed(ctx, session_id, "ISOLATION-002")
     changed = differences(before, after)
     ctx.findings.expect("ISOLATION-002", not changed, f"main's session changed: {'; '.join(changed)}")
-    after_history = message_keys((await history(ctx, session_id, "ISOLATION-002", limit=1000))["messages"])
+    after_history = message_keys((await history(ctx, session_id, "ISOLATION-002"))["messages"])
     ctx.findings.expect(
         "ISOLATION-002",
         after_history == before_history,

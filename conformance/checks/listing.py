@@ -16,8 +16,9 @@ from ..context import CheckContext
 from ..errors import HarnessError
 from ..exchanges import json_or_none
 from ..operations import operation
+from ..timestamps import parse_time, time_key
 from . import check
-from .support import answered, history, listed, listing, parse_time, time_key, turn
+from .support import answered, history, listed, listing, turn
 
 RFC3339_UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
@@ -193,7 +194,7 @@ async def timestamps(ctx: CheckContext) -> None:
     ctx.findings.require(
         any(s.get("thread_id") == session_id for s in sessions), "TIME-002", f"session {session_id} is not listed"
     )
-    data = await history(ctx, session_id, "TIME-002", limit=1000)
+    data = await history(ctx, session_id, "TIME-002")
     records: list[tuple[str, dict[str, Any]]] = [(f"session {s.get('thread_id')}", s) for s in sessions]
     records.append((f"history of {session_id}", data))
     not_rfc3339, order_broken = [], []

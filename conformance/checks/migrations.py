@@ -13,8 +13,9 @@ from .. import project_db
 from ..context import CheckContext
 from ..errors import NotTestable
 from ..exchanges import json_or_none
+from ..timestamps import parse_time
 from . import check
-from .support import controller_call, listing, parse_time, require_controller, require_db_access
+from .support import controller_call, listing, require_controller, require_db_access
 
 TIMESTAMPS = ("last_message_at", "created_at", "updated_at")
 COUNTERS = ("title", "message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")

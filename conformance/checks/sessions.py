@@ -68,7 +68,7 @@ async def create(ctx: CheckContext) -> None:
             len(sessions) == 1,
             f"with {label}: the new session {session_id} is listed {len(sessions)} time(s) for its user, expected once",
         )
-        data = await history(ctx, session_id, "SESSION-001", limit=1000)
+        data = await history(ctx, session_id, "SESSION-001")
         users = [m.get("content") for m in data["messages"] if m.get("role") == "user"]
         ctx.findings.expect(
             "SESSION-001",
@@ -108,7 +108,7 @@ async def create_with_id(ctx: CheckContext) -> None:
         )
     others = [s for s in await listing(ctx, "SESSION-002", user="other") if s.get("thread_id") == session_id]
     ctx.findings.expect("SESSION-002", not others, f"session {session_id}, created by main, is listed for user other")
-    data = await history(ctx, session_id, "SESSION-002", limit=1000)
+    data = await history(ctx, session_id, "SESSION-002")
     users = [m.get("content") for m in data["messages"] if m.get("role") == "user"]
     ctx.findings.expect(
         "SESSION-002",
@@ -213,6 +213,20 @@ async def rename(ctx: CheckContext) -> None:
     )
 
 
+@check("sessions.never_created")
+async def never_created(ctx: CheckContext) -> None:
+    # Valid ids no one ever used: one of the suite's own shape, and the longest an id may be.
+    for session_id in (ctx.session_id("never"), "n" * 128):
+        for endpoint in session_endpoints(ctx.target.capabilities):
+            exchange = await call_operation(ctx, endpoint, session_id)
+            ctx.findings.expect(
+                "SESSION-008",
+                exchange.status == 404,
+                f"a session that was never created: {answered(exchange)}; expected 404",
+                exchange,
+            )
+
+
 # --- delete -------------------------------------------------------------------------------------------------
 
 
@@ -240,7 +254,7 @@ async def delete(ctx: CheckContext) -> None:
     sent = ctx.message("cs-plain", "After the delete")
     result = await ctx.client.stream({"message": sent, "session_id": session_id})
     require_turn(ctx, result, "SESSION-007")
-    data = await history(ctx, session_id, "SESSION-007", limit=1000)
+    data = await history(ctx, session_id, "SESSION-007")
     shown = [(m.get("role"), m.get("content")) for m in data["messages"] if m.get("role") != "system"]
     roles = expected_roles(ctx.env.scripts["cs-plain"])
     ctx.findings.expect(

@@ -8,10 +8,8 @@ Every other field is judged against the whole documented schema by CONTRACT-001,
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from ..client import StreamResult
@@ -22,7 +20,6 @@ from ..operations import Operation
 
 STATS_FIELDS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")
 RENAMED_TITLE = "Renamed by the conformance suite"
-_FRACTION = re.compile(r"(\.\d{6})\d+")
 
 # --- the target's declarations -------------------------------------------------------------------------------
 
@@ -89,30 +86,6 @@ def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 def message_keys(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """What identifies a message apart from its id (id stability is HISTORY-003's alone)."""
     return [(m.get("role"), m.get("content"), m.get("tool_call_id"), m.get("name")) for m in messages]
-
-
-# --- timestamps ------------------------------------------------------------------------------------------------
-
-
-def parse_time(value: Any) -> datetime | None:
-    """A timestamp as an aware datetime (naive ones read as UTC, as SQLite's CURRENT_TIMESTAMP); None when it is
-    not a date-time."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = _FRACTION.sub(r"\1", value.strip().replace(" ", "T", 1))
-    if text[-1:] in ("Z", "z"):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def time_key(value: Any) -> tuple[int, Any]:
-    """Comparable form of a timestamp: parsed when possible, else the raw text (compared as text)."""
-    parsed = parse_time(value)
-    return (1, parsed) if parsed is not None else (0, str(value))
 
 
 # --- turns -----------------------------------------------------------------------------------------------------
@@ -333,7 +306,7 @@ async def stats_problems(
     every counted generation's usage). A session that is not listed stops the check, failing `requirement`."""
     session = await find_session(ctx, session_id, "LIST-001")
     ctx.findings.require(session is not None, requirement, f"session {session_id} is not listed after the turn")
-    messages = (await history(ctx, session_id, "HISTORY-001", limit=1000))["messages"]
+    messages = (await history(ctx, session_id, "HISTORY-001"))["messages"]
     counted = [m for m in messages if m.get("role") in ("user", "assistant", "tool")]
     calls, inputs, outputs = await ctx.llm.expected_usage()
     stats = {name: session.get(name) for name in STATS_FIELDS}
@@ -356,6 +329,31 @@ async def stats_problems(
         if summed is not None and stats["total_tokens"] == summed
         else f"{what}: total_tokens {stats['total_tokens']!r} != {tokens[0]!r} + {tokens[1]!r}",
     }
+
+
+async def settled_stats_problems(
+    ctx: CheckContext,
+    session_id: str,
+    *,
+    what: str,
+    cut: list[tuple[int, int]],
+    requirement: str,
+    seconds: float,
+) -> list[str]:
+    """STATS-001..004 once they hold, or what is still wrong after `seconds`: a turn cut short (a disconnect, an
+    abort) is written when the server notices, which no field of the contract dates precisely. The tokens may lack
+    the usage of a generation in `cut` (one stopped before its usage reached the server)."""
+    last: list[str] = []
+
+    async def probe() -> bool:
+        calls, inputs, outputs = await ctx.llm.expected_usage()
+        allowed = [(inputs - i, outputs - o) for i, o in cut]
+        found = await stats_problems(ctx, session_id, what=what, allowed_tokens=allowed, requirement=requirement)
+        last[:] = [p for p in found.values() if p]
+        return not last
+
+    await wait_for(probe, seconds=seconds, interval=0.25)
+    return last
 
 
 # --- waiting -----------------------------------------------------------------------------------------------------

@@ -18,7 +18,20 @@ async def accumulation(ctx: CheckContext) -> None:
             f"the scripted tool call produced no tool_call event: {result.types}",
             result.exchange,
         )
-    requirements = ["TOOLCALL-001", "TOOLCALL-002", "TOOLCALL-003", "TOOLCALL-004", "TOOLCALL-005", "TOOLCALL-007"]
+    # A rule is judged only where its scenario happened: completion where a turn did not end in `error` (a
+    # failed generation may stop mid-arguments), starts and ends where some tool ran.
+    requirements = ["TOOLCALL-001", "TOOLCALL-002"]
+    if any("error" not in r.types for r in results):
+        requirements.append("TOOLCALL-003")
+    else:
+        ctx.findings.not_testable(
+            "TOOLCALL-003", f"every tool turn ended in `error`: {[r.types[-3:] for r in results]}"
+        )
+    if any("tool_start" in r.types for r in results):
+        requirements += ["TOOLCALL-004", "TOOLCALL-005", "TOOLCALL-007"]
+    else:
+        for requirement in ("TOOLCALL-004", "TOOLCALL-005", "TOOLCALL-007"):
+            ctx.findings.not_testable(requirement, "no tool ran: no stream had a `tool_start` event")
     judge_stream_rules(ctx, results, requirements)
 
 

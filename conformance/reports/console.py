@@ -108,6 +108,16 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
     table = not_passing_table(data)
     if table is not None:
         parts.append(table)
+    if data.get("transient_errors"):
+        checks = data["transient_errors"]
+        flaky = data["counts"].get(Verdict.FLAKY, 0)
+        parts.append(
+            Text(
+                f"{len(checks)} check{'s' if len(checks) != 1 else ''} met transient server errors and ran again "
+                f"({', '.join(sorted(checks))}); {flaky} requirement{'s' if flaky != 1 else ''} FLAKY: judged "
+                "otherwise the second time, so their verdicts are unreliable\n"
+            )
+        )
     if data["counts"].get(Verdict.NOT_RUN):
         parts.append(
             Text(f"{data['counts'][Verdict.NOT_RUN]} requirements NOT RUN: their checks were not selected (--only)\n")

@@ -1,7 +1,8 @@
 """junit.xml: one testcase per requirement (classname = its section), for CI dashboards.
 
 FAIL, STALE and NOT TESTABLE are failures and ERROR is an error (a NOT TESTABLE the target's baseline accepts is
-skipped); WARN and XFAIL pass with their message in system-out; N/A, EXCLUDED and NOT RUN are skipped."""
+skipped); WARN, XFAIL and a FLAKY that a baseline lists without failing pass with their message in system-out;
+N/A, EXCLUDED and NOT RUN are skipped."""
 
 from __future__ import annotations
 
@@ -78,10 +79,12 @@ def render(data: dict[str, Any]) -> bytes:
         elif verdict == Verdict.NOT_TESTABLE and not entry["failing"]:
             tallies["skipped"] += 1
             ET.SubElement(case, "skipped", message=_clean(f"NOT TESTABLE, accepted by the baseline: {entry['note']}"))
-        elif verdict in (Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE):
+        elif verdict in (Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE) or (
+            verdict == Verdict.FLAKY and entry["failing"]
+        ):
             tallies["failures"] += 1
             ET.SubElement(case, "failure", message=message, type=verdict).text = _clean(_details(entry))
-        elif verdict in (Verdict.WARN, Verdict.XFAIL):
+        elif verdict in (Verdict.WARN, Verdict.XFAIL, Verdict.FLAKY):
             ET.SubElement(case, "system-out").text = _clean(message + "\n\n" + _details(entry))
         elif verdict != Verdict.PASS:  # N/A, EXCLUDED, NOT RUN
             tallies["skipped"] += 1

@@ -9,7 +9,7 @@ from typing import Any
 
 import spec
 
-from ..findings import FAILING_VERDICTS, Outcome, RequirementVerdict, Verdict
+from ..findings import Outcome, RequirementVerdict, Verdict, fails_the_run
 
 # Worst first: the order of the requirements within a section, and of the "not passing" list.
 SEVERITY = [
@@ -17,6 +17,7 @@ SEVERITY = [
     Verdict.FAIL,
     Verdict.STALE,
     Verdict.NOT_TESTABLE,
+    Verdict.FLAKY,
     Verdict.WARN,
     Verdict.XFAIL,
     Verdict.PASS,
@@ -33,6 +34,7 @@ DISPLAY = [
     Verdict.STALE,
     Verdict.NOT_TESTABLE,
     Verdict.ERROR,
+    Verdict.FLAKY,
     Verdict.NOT_APPLICABLE,
     Verdict.EXCLUDED,
     Verdict.NOT_RUN,
@@ -105,10 +107,9 @@ def all_verdicts(result: Any) -> list[RequirementVerdict]:
 
 def is_failing(verdict: str, requirement_id: str, result: Any) -> bool:
     """Whether this verdict fails the run (findings.run_passes, requirement by requirement)."""
-    accepted = getattr(getattr(result.target, "baseline", None), "not_testable", {}) or {}
-    if verdict == Verdict.NOT_TESTABLE and requirement_id in accepted:
-        return False
-    return verdict in FAILING_VERDICTS
+    baseline = getattr(result.target, "baseline", None)
+    accepted = getattr(baseline, "not_testable", {}) or {}
+    return fails_the_run(verdict, requirement_id, accepted, getattr(baseline, "source", None) is not None)
 
 
 def headline(entry: dict[str, Any]) -> str:
@@ -191,6 +192,8 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
         "harness_error": result.harness_error,
         "counts": {verdict: counts.get(verdict, 0) for verdict in DISPLAY},
         "failing": [r["id"] for r in requirements if r["failing"]],
+        # Check id -> the server's own errors it met; each such check was re-run once (FLAKY where it flipped).
+        "transient_errors": dict(getattr(result, "transient", {}) or {}),
         "reports": dict(files or {}),
         "requirements": requirements,
         "checks": [
@@ -232,5 +235,6 @@ def verdict_class(verdict: str) -> str:
         Verdict.ERROR: "fail",
         Verdict.NOT_TESTABLE: "fail",
         Verdict.WARN: "warn",
+        Verdict.FLAKY: "warn",
         Verdict.XFAIL: "xfail",
     }.get(verdict, "neutral")

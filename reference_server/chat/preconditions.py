@@ -7,10 +7,10 @@ Routes take raw path and query strings and call these in a fixed order, so that 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 from fastapi import Request
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from generated.api.abort_result import SessionId
 from generated.api.chat_session import ChatSession
@@ -19,7 +19,6 @@ from reference_server.agent.service import AgentService
 from reference_server.auth import Caller
 from reference_server.errors import ApiError, from_pydantic, validation_failed
 
-HISTORY_LIMIT = TypeAdapter(int)
 HISTORY_LIMIT_RANGE = (1, 1000)
 HISTORY_LIMIT_DEFAULT = 100
 
@@ -46,8 +45,20 @@ def valid_session_id(session_id: str) -> str:
         raise from_pydantic(exc, ("path", "session_id")) from exc
 
 
+def _booleans_not_sent_as_booleans(model: type[BaseModel], data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A field whose only values are booleans (`stream: true`) must be a JSON boolean: pydantic, even strict, takes
+    1 or 1.0 for `Literal[True]`, because 1 == True in Python (INPUT-004)."""
+    problems = []
+    for name, info in model.model_fields.items():
+        allowed = get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
+        if allowed and all(isinstance(a, bool) for a in allowed) and name in data and not isinstance(data[name], bool):
+            problems.append({"loc": ["body", name], "msg": f"{name} must be a JSON boolean", "type": "bool_type"})
+    return problems
+
+
 async def json_body(request: Request, model: type[BaseModel]) -> Any:
-    """400 for a body that is not JSON (INPUT-009); 422 for one that does not fit the model (INPUT-006, -007)."""
+    """400 for a body that is not JSON (INPUT-009); 422 for one that does not fit the model (INPUT-006, -007),
+    JSON types taken as they are: no string for a number, no number for a boolean (INPUT-003, INPUT-004)."""
     raw = await request.body()
     try:
         data = json.loads(raw)
@@ -55,10 +66,16 @@ async def json_body(request: Request, model: type[BaseModel]) -> Any:
         raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
+    booleans = _booleans_not_sent_as_booleans(model, data)
     try:
-        return model.model_validate(data)
+        value = model.model_validate_json(raw, strict=True)
     except ValidationError as exc:
-        raise from_pydantic(exc, ("body",)) from exc
+        found = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        named = {tuple(e["loc"][:2]) for e in found}
+        raise validation_failed(found + [b for b in booleans if tuple(b["loc"]) not in named]) from exc
+    if booleans:
+        raise validation_failed(booleans)
+    return value
 
 
 def history_limit(request: Request) -> int:
@@ -67,10 +84,8 @@ def history_limit(request: Request) -> int:
     if raw is None:
         return HISTORY_LIMIT_DEFAULT
     low, high = HISTORY_LIMIT_RANGE
-    try:
-        value = HISTORY_LIMIT.validate_strings(raw, strict=True)
-    except ValidationError:
-        value = None
+    # Digits only: int() and pydantic would also take "1_000", " 5" and "5 " (HISTORY-007).
+    value = int(raw) if raw.isascii() and raw.isdigit() else None
     if value is None or not low <= value <= high:
         raise validation_failed(
             [
@@ -85,7 +100,7 @@ def history_limit(request: Request) -> int:
 
 
 async def owned_session(service: AgentService, session_id: str, caller: Caller) -> ChatSession:
-    """404 for a missing or deleted session (SESSION-007) and for another user's (ISOLATION-001)."""
+    """404 for a session never created (SESSION-008) or deleted (SESSION-007), and another user's (ISOLATION-001)."""
     session = await service.repo.get(session_id)
     if session is None or session.user_id != caller.user.user_id:
         raise ApiError(404, "session_not_found", f"Session {session_id} not found")

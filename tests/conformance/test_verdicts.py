@@ -4,6 +4,7 @@ what a check does (judges, stops, gives up, crashes) into findings."""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
@@ -52,6 +53,7 @@ def test_the_verdict_and_outcome_values_are_the_documented_ones():
         "EXCLUDED",
         "ERROR",
         "NOT RUN",
+        "FLAKY",
     ]
     assert [o.value for o in Outcome] == ["passed", "failed", "not_testable", "harness_error"]
 
@@ -196,7 +198,8 @@ def test_one_failing_verdict_fails_the_whole_run():
 
 
 def run_one(function, requirements=("A-1", "A-2")):
-    return asyncio.run(run_check(CheckSpec("x.check", function, tuple(requirements)), None))
+    no_server = SimpleNamespace(scripts={})  # the checks here make no request
+    return asyncio.run(run_check(CheckSpec("x.check", function, tuple(requirements)), no_server))
 
 
 def outcomes(check_run):
@@ -269,3 +272,23 @@ def test_a_check_may_not_judge_a_requirement_it_does_not_list():
     found_ = outcomes(run_one(check))
     assert {outcome for outcome, _ in found_.values()} == {Outcome.HARNESS_ERROR}
     assert "B-9" not in found_ and "does not list" in found_["A-1"][1]
+
+
+def test_a_flaky_requirement_is_flaky_whatever_its_findings():
+    verdict = verdict_of(record(), [found(Outcome.FAILED)], known_failures={"X-001": "r"})
+    flaky = judge(
+        record(),
+        [found(Outcome.FAILED)],
+        capabilities=set(),
+        known_failures={"X-001": "r"},
+        accepted_not_testable={},
+        flaky={"X-001": "the server had transient errors"},
+    )
+    assert verdict.verdict == Verdict.XFAIL and flaky.verdict == Verdict.FLAKY
+    assert flaky.note == "the server had transient errors"
+
+
+def test_flaky_fails_a_run_on_its_own_and_is_only_listed_against_a_baseline():
+    flaky = judge(record(), [], capabilities=set(), known_failures={}, accepted_not_testable={}, flaky={"X-001": "t"})
+    assert not run_passes([flaky], {})
+    assert run_passes([flaky], {}, baseline=True)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 
 from tests.quality.answer_breakers import BREAKERS
+from tests.quality.flaky_servers import FLAKY_SERVERS
 from tests.quality.mutants import MUTANTS
 
-VARIANTS = {**MUTANTS, **BREAKERS}
+VARIANTS = {**MUTANTS, **BREAKERS, **FLAKY_SERVERS}
 
 
 def main() -> None:

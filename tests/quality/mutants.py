@@ -243,39 +243,119 @@ def _limit_zero_accepted() -> None:
 
 
 @mutant(
+    "lax-limit",
+    "the history's limit is read by int(): 1_000, ' 5' and '5 ' are taken as numbers",
+    {"HISTORY-007"},
+)
+def _lax_limit() -> None:
+    import reference_server.chat.routes as routes
+
+    original = routes.history_limit
+
+    def history_limit(request):
+        raw = request.query_params.get("limit")
+        try:
+            value = int(raw) if raw is not None else None
+        except ValueError:
+            value = None
+        return value if value is not None and 1 <= value <= 1000 else original(request)
+
+    routes.history_limit = history_limit
+
+
+@mutant(
+    "coercing-json-types",
+    'request members are coerced: "temperature": "0.5" or true, and "stream": 1, are accepted',
+    {"INPUT-003", "INPUT-004"},
+)
+def _coercing_json_types() -> None:
+    import json
+
+    from pydantic import ValidationError
+
+    import reference_server.chat.routes as routes
+    from reference_server.errors import ApiError, from_pydantic, validation_failed
+
+    async def json_body(request, model):  # the body parsed as before, then validated in pydantic's lax mode
+        try:
+            data = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "invalid_json", "The request body is not valid JSON") from exc
+        if not isinstance(data, dict):
+            raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise from_pydantic(exc, ("body",)) from exc
+
+    routes.json_body = json_body
+
+
+def _empty_session(service, session_id: str, caller):
+    """A session row that does not exist, as a server that invents one would answer it."""
+    from generated.api.chat_session import ChatSession
+
+    now = "2026-01-01T00:00:00.000000Z"
+    return ChatSession(
+        id=1,
+        thread_id=session_id,
+        user_id=caller.user.user_id,
+        project_id=service.project_id,
+        title="New Conversation",
+        message_count=0,
+        llm_calls_count=0,
+        input_tokens=0,
+        output_tokens=0,
+        total_tokens=0,
+        last_message_at=None,
+        created_at=now,
+        updated_at=now,
+        pinned=False,
+    )
+
+
+@mutant(
     "unknown-session-history-200",
     "the history of an unknown or deleted session is an empty 200",
-    {"SESSION-007"},
+    {"SESSION-007", "SESSION-008"},
     {"CONTRACT-001"},  # renaming or pinning such a session then fails with a 500
 )
 def _unknown_history_200() -> None:
     import reference_server.chat.routes as routes
-    from generated.api.chat_session import ChatSession
 
     original = routes.owned_session
 
     async def owned_session(service, session_id, caller):
-        session = await service.repo.get(session_id)
-        if session is None:
-            now = "2026-01-01T00:00:00.000000Z"
-            return ChatSession(
-                id=1,
-                thread_id=session_id,
-                user_id=caller.user.user_id,
-                project_id=service.project_id,
-                title="New Conversation",
-                message_count=0,
-                llm_calls_count=0,
-                input_tokens=0,
-                output_tokens=0,
-                total_tokens=0,
-                last_message_at=None,
-                created_at=now,
-                updated_at=now,
-                pinned=False,
-            )
+        if await service.repo.get(session_id) is None:
+            return _empty_session(service, session_id, caller)
         return await original(service, session_id, caller)
 
+    routes.owned_session = owned_session
+
+
+@mutant(
+    "never-created-session-answers",
+    "a session id that was never created is answered as an empty session (a deleted one is still 404)",
+    {"SESSION-008"},
+    {"CONTRACT-001"},  # renaming or pinning such a session then fails with a 500
+)
+def _never_created_session_answers() -> None:
+    import reference_server.chat.routes as routes
+    from reference_server.agent.service import AgentService
+
+    original_owned, original_delete = routes.owned_session, AgentService.delete_session
+    deleted: set[str] = set()
+
+    async def delete_session(self, session_id, *args, **kwargs):
+        deleted.add(session_id)
+        return await original_delete(self, session_id, *args, **kwargs)
+
+    async def owned_session(service, session_id, caller):
+        if session_id not in deleted and await service.repo.get(session_id) is None:
+            return _empty_session(service, session_id, caller)
+        return await original_owned(service, session_id, caller)
+
+    AgentService.delete_session = delete_session
     routes.owned_session = owned_session
 
 

@@ -387,3 +387,52 @@ async def test_abort_mid_tool_leaves_a_whole_history(lab, tmp_path):
         session = await lab2.session("mid-tool")
         assert session["message_count"] == len((await lab2.history("mid-tool"))["messages"]) == 5
         assert session["llm_calls_count"] == 3  # no pending node ran again: 1 + plain + title
+
+
+@pytest.mark.covers("SESSION-008", "ERROR-002")
+async def test_a_session_that_was_never_created_is_404_on_every_path_endpoint(lab):
+    for method, path in [
+        ("GET", "/history"),
+        ("PATCH", ""),
+        ("DELETE", ""),
+        ("PUT", "/pin"),
+        ("DELETE", "/pin"),
+        ("POST", "/abort"),
+    ]:
+        kwargs = {"json": {"title": "t"}} if method == "PATCH" else {}
+        response = await lab.client.request(
+            method, f"{lab.prefix()}/sessions/never-created{path}", headers=lab.headers, **kwargs
+        )
+        assert response.status_code == 404 and response.json()["code"] == "session_not_found", (method, path)
+
+
+@pytest.mark.covers("INPUT-003", "INPUT-004", "INPUT-007")
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [
+        ("temperature", "0.5"),
+        ("temperature", "1"),
+        ("temperature", True),
+        ("temperature", False),
+        ("stream", 1),
+        ("stream", 1.0),
+        ("stream", "true"),
+        ("message", 5),
+    ],
+)
+async def test_json_types_are_taken_as_they_are(lab, member, value):
+    body = {"message": "x", member: value}
+    response = await lab.client.post(f"{lab.prefix()}/stream", json=body, headers=lab.headers)
+    assert response.status_code == 422, (member, value, response.text)
+    errors = response.json()["details"]["errors"]
+    assert [e["loc"] for e in errors] == [["body", member]]
+
+
+@pytest.mark.covers("HISTORY-007")
+@pytest.mark.parametrize("limit", ["1_000", " 5", "5 ", "+5", "٥", "5.0"])
+async def test_a_history_limit_is_digits_only(lab, limit):
+    await lab.stream("[[fake-llm:default]]", "limited")
+    response = await lab.client.get(
+        f"{lab.prefix()}/sessions/limited/history", params={"limit": limit}, headers=lab.headers
+    )
+    assert response.status_code == 422, (limit, response.text)

@@ -1,0 +1,30 @@
+"""Transient server errors: what, in one check's exchanges, says the server failed on its own rather than as
+the scenario asked. A check that met one and did not pass is re-run once (conformance.engine); a requirement
+judged otherwise the second time is FLAKY, with the server's error text, never a plain FAIL or PASS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .exchanges import Exchange
+from .scenarios import script_named_in, scripts_a_failure
+
+SHOWN = 300  # characters of a server's error text
+
+
+def transient_errors(exchanges: list[Exchange], scripts: dict[str, dict[str, Any]]) -> list[str]:
+    """Every 5xx answer (but 501, which the contract allows for an undeclared abort), and every `error` event in
+    a stream whose scenario scripts no failure: each as one line naming the request and the server's text."""
+    found = []
+    for exchange in exchanges:
+        where = f"{exchange.method} {exchange.url}"
+        if exchange.status is not None and exchange.status >= 500 and exchange.status != 501:
+            found.append(f"{where} answered {exchange.status}: {exchange.body[:SHOWN]}")
+        name = script_named_in(exchange.request_body)
+        if name not in scripts or scripts_a_failure(scripts[name]):
+            continue
+        for event in exchange.events:
+            if isinstance(event, dict) and event.get("type") == "error":
+                text = str(event.get("message") or event.get("error") or event)[:SHOWN]
+                found.append(f"{where}: an `error` event the scenario {name} does not script: {text}")
+    return found

@@ -1,0 +1,73 @@
+"""Preflight: a target file that is wrong about the server stops the run before any check, with exit code 2 and
+one message naming the key to change (never dozens of FAILs). Each case runs against the reference server."""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from conformance.cli import cli
+from conformance.target import load_target
+
+
+def target_file(tmp_path, change) -> str:
+    data = copy.deepcopy(load_target(None).data)
+    data["name"] = "misdeclared"
+    change(data)
+    path = tmp_path / "target.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
+def run_preflight(tmp_path, change):
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--target", target_file(tmp_path, change), "--report-dir", str(tmp_path / "reports"), "--quiet"],
+        prog_name="copilot-conformance",
+    )
+    print(f"\npreflight stopped the run after {time.monotonic() - started:.1f} s")
+    return result
+
+
+def _wrong_prefix(data):
+    data["chat_prefix"] = "/v3/copilot/projects/{project_id}/chat"
+
+
+def _tool_not_offered(data):
+    data["declarations"]["tools"]["single"] = {"name": "no_such_tool", "arguments": {}}
+
+
+def _second_parallel_tool_not_offered(data):
+    data["declarations"]["tools"]["parallel"][1] = {"name": "missing_tool", "arguments": {}}
+
+
+def _slow_tool_that_is_quick(data):
+    data["declarations"]["tools"]["slow"] = {"name": "get_topology", "arguments": {"detail": "summary"}}
+
+
+def _llm_not_pointed_at_the_fake_llm(data):
+    data["llm"] = {"mode": "preconfigured"}  # nobody configures the users' LLM: turns never reach the fake LLM
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        (_wrong_prefix, "chat_prefix"),
+        (_tool_not_offered, "declarations.tools.single"),
+        (_second_parallel_tool_not_offered, "declarations.tools.parallel[1]"),
+        (_slow_tool_that_is_quick, "declarations.tools.slow"),
+        (_llm_not_pointed_at_the_fake_llm, "llm"),
+    ],
+    ids=["wrong-prefix", "tool-not-offered", "parallel-tool-not-offered", "quick-slow-tool", "llm-not-routed"],
+)
+def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key):
+    result = run_preflight(tmp_path, change)
+    assert result.exit_code == 2, result.output
+    assert f"change the target file: {key}: " in result.output
+    assert "Traceback" not in result.output and "FAIL" not in result.output
+    assert not (tmp_path / "reports").exists()  # nothing was judged, so nothing is reported

@@ -1,0 +1,29 @@
+"""A requirement whose verdict flips when a check that met a transient server error runs again is FLAKY, in
+every report format, with the server's error text: never a plain FAIL (nor a PASS) of the requirement."""
+
+from __future__ import annotations
+
+import asyncio
+
+from conformance.engine import run
+from conformance.findings import Verdict
+from conformance.reports import report_data
+from conformance.reports.console import summary_text
+from conformance.reports.junit import render
+
+from .runs import mutant_target
+
+
+def test_a_transient_server_error_makes_the_requirement_flaky_not_failed():
+    result = asyncio.run(run(mutant_target("first-stream-of-titles-once-500"), only=["titles.once"]))
+    assert result.harness_error is None, result.harness_error
+    verdicts = {v.id: v for v in result.verdicts}
+    assert verdicts["TITLE-004"].verdict == Verdict.FLAKY, verdicts["TITLE-004"]
+    assert "database is locked" in verdicts["TITLE-004"].note
+    assert list(result.transient) == ["titles.once"]
+    assert not result.passed  # a target without a baseline: an unreliable verdict is not a pass
+    data = report_data(result)
+    assert data["counts"][Verdict.FLAKY] >= 1 and "titles.once" in data["transient_errors"]
+    text = summary_text(data)
+    assert "1 check met transient server errors and ran again (titles.once)" in text
+    assert b"FLAKY" in render(data)
