@@ -100,6 +100,25 @@ class ChatClient:
                 )
             )
 
+    def _observe_stream_rules(self, exchange: Exchange, violations: list[Violation]) -> None:
+        """Every rule of a whole stream (framing, session ids, grammar, tool calls), on every stream the server
+        closed, whichever check read it: one finding per rule broken (EVENT-001 is judged above, per event)."""
+        by_rule: dict[str, list[str]] = {}
+        for violation in violations:
+            if violation.requirement != "EVENT-001":
+                by_rule.setdefault(violation.requirement, []).append(str(violation))
+        for requirement, messages in by_rule.items():
+            more = f" (and {len(messages) - 3} more)" if len(messages) > 3 else ""
+            self.observed.append(
+                Finding(
+                    requirement,
+                    Outcome.FAILED,
+                    f"a stream read by {self.check_id}: " + "; ".join(messages[:3]) + more,
+                    self.check_id,
+                    [exchange.as_evidence()],
+                )
+            )
+
     async def call(
         self,
         method: str,
@@ -191,6 +210,7 @@ class ChatClient:
         exchange.events = parsed.events
         self._observe_events(exchange)
         rules = check_events(parsed.events) if completed else []
+        self._observe_stream_rules(exchange, parsed.violations + rules)
         # Checks read events as objects; anything else is EVENT-001's to report (above), not a reason to crash.
         objects = [i for i, event in enumerate(parsed.events) if isinstance(event, dict)]
         events = [parsed.events[i] for i in objects]
@@ -213,9 +233,11 @@ async def _read_frames(
         while "\n\n" in buffer:
             frame, buffer = buffer.split("\n\n", 1)
             arrivals.append(time.monotonic() - started)
-            if stop_when is not None and frame.startswith("data: "):
+            # The frame's data line, even in a frame that breaks FRAME-002 (judged on the whole text afterwards).
+            data = next((line[5:].strip() for line in frame.splitlines() if line.startswith("data:")), None)
+            if stop_when is not None and data is not None:
                 try:
-                    stop = stop_when(json.loads(frame[6:]))
+                    stop = stop_when(json.loads(data))
                 except ValueError:
                     stop = False
                 if stop:

@@ -17,6 +17,7 @@ PLAIN_TEXT = ["The lab ", "looks ", "healthy."]
 TITLE = "Conformance check title"
 QUOTED_TITLE_REPLY = '  "Quoted\ntitle reply"  '  # made one line and unquoted: Quoted title reply
 QUOTED_TITLE_EXPECTED = "Quoted title reply"
+UNKNOWN_TOOL = "cs_tool_that_does_not_exist"
 
 
 def _title(text: str = TITLE, **extra: Any) -> dict[str, Any]:
@@ -91,6 +92,17 @@ def scenario_scripts(tools: dict[str, Any], heartbeat_interval: float) -> dict[s
             ],
             "title": _title(),
         },
+    }
+    # The LLM asks for a tool the server does not have: a failing tool like any other (TOOLCALL-008).
+    scripts["cs-unknown-tool"] = {
+        "steps": [
+            {
+                "tool_calls": [_call("call_cs_u1", {"name": UNKNOWN_TOOL, "arguments": {"target": "R1"}})],
+                "usage": {"input_tokens": 88, "output_tokens": 11},
+            },
+            {"text_chunks": ["No such ", "tool."], "usage": {"input_tokens": 131, "output_tokens": 4}},
+        ],
+        "title": _title(),
     }
     if "parallel" in tools:
         first, second = tools["parallel"]

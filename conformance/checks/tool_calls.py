@@ -4,6 +4,7 @@ once with its id, parallel calls all run, and a failing tool that does not end t
 from __future__ import annotations
 
 from ..context import CheckContext
+from ..scenarios import UNKNOWN_TOOL
 from . import check
 from .support import judge_stream_rules, require_turn, rule_problems, scenario_streams
 
@@ -62,16 +63,20 @@ async def parallel(ctx: CheckContext) -> None:
 
 @check("tool_calls.failing_tool")
 async def failing_tool(ctx: CheckContext) -> None:
-    result = await ctx.client.stream({"message": ctx.message("cs-failing-tool")})
-    require_turn(ctx, result, "TOOLCALL-008")
-    name = ctx.target.tools["failing"]["name"]
-    ends = [e for e in result.events if e.get("type") == "tool_end" and e.get("tool_name") == name]
-    after = result.types[result.types.index("tool_end") + 1 :] if "tool_end" in result.types else []
-    problems = []
-    if "error" in result.types:
-        problems.append("the failing tool produced an `error` event")
-    if len(ends) != 1 or not str(ends[0].get("tool_output", "")).strip():
-        problems.append(f"expected one tool_end of {name} describing the failure, got {ends}")
-    if "content" not in after:
-        problems.append(f"the turn did not go on to the next generation after the tool failed: {after}")
-    ctx.findings.expect("TOOLCALL-008", not problems, "; ".join(problems), result.exchange)
+    # A declared tool that fails, and a tool the LLM asks for that the server does not have: both fail as tools.
+    cases = [("cs-unknown-tool", UNKNOWN_TOOL)]
+    if "cs-failing-tool" in ctx.env.scripts:
+        cases.insert(0, ("cs-failing-tool", ctx.target.tools["failing"]["name"]))
+    for script, name in cases:
+        result = await ctx.client.stream({"message": ctx.message(script)})
+        require_turn(ctx, result, "TOOLCALL-008")
+        ends = [e for e in result.events if e.get("type") == "tool_end" and e.get("tool_name") == name]
+        after = result.types[result.types.index("tool_end") + 1 :] if "tool_end" in result.types else []
+        problems = []
+        if "error" in result.types:
+            problems.append(f"the failing tool {name} produced an `error` event")
+        if len(ends) != 1 or not str(ends[0].get("tool_output", "")).strip():
+            problems.append(f"expected one tool_end of {name} describing the failure, got {ends}")
+        if "content" not in after:
+            problems.append(f"the turn did not go on to the next generation after {name} failed: {after}")
+        ctx.findings.expect("TOOLCALL-008", not problems, "; ".join(problems), result.exchange)

@@ -19,12 +19,11 @@ from .llm_factory import ChatModelFactory
 from .sessions_repo import NEW_TITLE, ChatSessionsRepository, TurnTotals, migrate
 from .stream_translator import StreamTranslator
 from .tools import make_tools
-from .turn import Turn
+from .turn import CANCELLED_TOOL_OUTPUT, Turn
 
 log = logging.getLogger(__name__)
 
 DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"  # DB-001
-CANCELLED_TOOL_OUTPUT = "Cancelled: the turn was stopped before this tool call finished."
 
 
 def database_path(project_dir: Path) -> Path:

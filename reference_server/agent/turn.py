@@ -15,6 +15,7 @@ from typing import Any
 from generated.events.done import DoneEvent
 from generated.events.error import ErrorEvent
 from generated.events.heartbeat import HeartbeatEvent
+from generated.events.tool_end import ToolEndEvent
 
 from .stream_translator import Event, StreamTranslator, TurnStatistics
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 _END = object()
 COALESCE_SECONDS = 0.004
+CANCELLED_TOOL_OUTPUT = "Cancelled: the turn was stopped before this tool call finished."
 
 
 class Turn:
@@ -46,6 +48,7 @@ class Turn:
         self._task: asyncio.Task[None] | None = None
         self.stop_reason: str | None = None
         self.finished = asyncio.Event()
+        self._running_tools: dict[str, str] = {}  # tool_call_id -> tool_name: started, not yet ended
 
     @property
     def stats(self) -> TurnStatistics:
@@ -65,13 +68,32 @@ class Turn:
     async def _drive(self) -> None:
         async for raw in self._events():
             for event in self.translator.translate(raw):
+                if event["type"] == "tool_start":
+                    self._running_tools[event["tool_call_id"]] = event["tool_name"]
+                elif event["type"] == "tool_end":
+                    self._running_tools.pop(event.get("tool_call_id"), None)
                 self._queue.put_nowait(event)
+
+    def _end_running_tools(self) -> None:
+        """A call started and cut short by an abort or a failure still ends, once, before `error` and `done`
+        (TOOLCALL-005), with the output its tool message keeps in the history."""
+        for call_id, name in self._running_tools.items():
+            end = ToolEndEvent(
+                type="tool_end",
+                tool_name=name,
+                tool_output=CANCELLED_TOOL_OUTPUT,
+                tool_call_id=call_id,
+                session_id=self.session_id,
+            )
+            self._queue.put_nowait(end.model_dump())
+        self._running_tools.clear()
 
     async def _run(self) -> None:
         self._graph_task = asyncio.create_task(self._drive(), name=f"graph:{self.session_id}")
         if self.stop_reason is not None:
             self._graph_task.cancel()
         await asyncio.wait([self._graph_task])
+        self._end_running_tools()
         # At most one error, queued after the graph's last event; the next event queued is done (STREAM-ORDER-002).
         if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
             log.warning("turn of session %s failed: %r", self.session_id, error)

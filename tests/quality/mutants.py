@@ -110,6 +110,17 @@ def _tool_start_without_id() -> None:
     _transform_stream(change)
 
 
+@mutant(
+    "aborted-tool-never-ends",
+    "a tool call cut short by an abort gets no `tool_end`: the stream goes from `tool_start` to `done`",
+    {"TOOLCALL-005"},
+)
+def _aborted_tool_never_ends() -> None:
+    from reference_server.agent.turn import Turn
+
+    Turn._end_running_tools = lambda self: self._running_tools.clear()
+
+
 @mutant("no-heartbeat", "no heartbeat while the LLM is silent", {"HEARTBEAT-001", "HEARTBEAT-003"})
 def _no_heartbeat() -> None:
     _transform_stream(lambda batch, _: [e for e in batch if e["type"] != "heartbeat"])
@@ -462,3 +473,7 @@ def _api_key_in_database() -> None:
 
 
 __all__ = ["MUTANTS", "Mutant"]
+
+
+# The second generation, made by a method (see each module's docstring), registers itself in MUTANTS too.
+from . import mutants_api, mutants_stream  # noqa: E402, F401, I001

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+import spec
 from conformance.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
 from .runs import mutant_runs, not_passing, reference_run
 
 
-def test_there_are_at_least_twenty_mutants():
-    assert len(MUTANTS) >= 20
+def test_there_are_at_least_seventy_mutants():
+    assert len(MUTANTS) >= 70
 
 
 def test_the_reference_server_passes_every_must_and_should():
@@ -40,3 +41,6 @@ def test_each_mutant_fails_exactly_what_it_breaks(name):
     for rid in mutant.targets:
         assert failing[rid] in (Verdict.FAIL, Verdict.WARN), (rid, failing[rid], details.get(rid))
     assert not result.passed or all(v == Verdict.WARN for v in failing.values())
+    levels = {r["id"]: r["level"] for r in spec.load_requirements()["requirements"]}
+    if any(levels[rid] == "MUST" for rid in mutant.targets):
+        assert not result.passed, f"{name} breaks a MUST, and the run passed"

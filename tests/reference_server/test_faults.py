@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from reference_server.agent.service import CANCELLED_TOOL_OUTPUT
+from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
 from .conftest import Lab, Stream, in_process_lab, start_server_process
 

@@ -9,7 +9,9 @@ import re
 import pytest
 
 from conformance.responses import response_violations
+from conformance.stream_rules import check_events
 from fake_llm.scripts import ScriptLibrary
+from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
 pytestmark = pytest.mark.anyio
 
@@ -356,7 +358,7 @@ async def test_abort_stops_a_running_turn(lab):
     assert (await lab.session("abort-1"))["message_count"] == 5
 
 
-@pytest.mark.covers("ABORT-004", "HISTORY-005", "STATS-001")
+@pytest.mark.covers("ABORT-004", "HISTORY-005", "STATS-001", "TOOLCALL-005")
 async def test_abort_mid_tool_leaves_a_whole_history(lab, tmp_path):
     from tests.reference_server.conftest import in_process_lab
 
@@ -377,6 +379,10 @@ async def test_abort_mid_tool_leaves_a_whole_history(lab, tmp_path):
         await lab2.client.post(f"{lab2.prefix()}/sessions/mid-tool/abort", headers=lab2.headers)
         stream = await asyncio.wait_for(task, 5)
         assert "tool_start" in stream.types and stream.types[-1] == "done"
+        # The started call still ends, once, with the output its tool message keeps (TOOLCALL-005).
+        ends = [e for e in stream.events if e["type"] == "tool_end"]
+        assert [(e["tool_call_id"], e["tool_output"]) for e in ends] == [("call_w", CANCELLED_TOOL_OUTPUT)]
+        assert check_events(stream.events) == []
         history = (await lab2.history("mid-tool"))["messages"]
         assert [m["role"] for m in history] == ["user", "assistant", "tool"]
         assert history[2]["tool_call_id"] == "call_w" and history[2]["content"].startswith("Cancelled")
