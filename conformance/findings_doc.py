@@ -117,7 +117,12 @@ def render(data: dict[str, Any]) -> str:
     lines += [f"- **{e['id']}** ({e['level']}): {e.get('note')}" for e in flaky] or ["None in this run."]
     transient = data.get("transient_errors") or {}
     if transient:
-        lines += ["", f"Checks that met transient server errors in this run ({len(transient)}):", ""]
+        lines += [
+            "",
+            f"Checks that met server errors their scenario did not ask for, and ran again ({len(transient)}); where "
+            "the second attempt judged alike, the error is the server's own behaviour, not a transient one:",
+            "",
+        ]
         lines += [f"- `{check}`: {errors[0]}" for check, errors in sorted(transient.items())]
     lines += ["", "## Requirements that could not be exercised", ""]
     if not untestable:

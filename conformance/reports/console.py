@@ -113,7 +113,8 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
         flaky = data["counts"].get(Verdict.FLAKY, 0)
         parts.append(
             Text(
-                f"{len(checks)} check{'s' if len(checks) != 1 else ''} met transient server errors and ran again "
+                f"{len(checks)} check{'s' if len(checks) != 1 else ''} met server errors its scenario did not ask for "
+                f"and ran again "
                 f"({', '.join(sorted(checks))}); {flaky} requirement{'s' if flaky != 1 else ''} FLAKY: judged "
                 "otherwise the second time, so their verdicts are unreliable\n"
             )

@@ -25,5 +25,5 @@ def test_a_transient_server_error_makes_the_requirement_flaky_not_failed():
     data = report_data(result)
     assert data["counts"][Verdict.FLAKY] >= 1 and "titles.once" in data["transient_errors"]
     text = summary_text(data)
-    assert "1 check met transient server errors and ran again (titles.once)" in text
+    assert "1 check met server errors its scenario did not ask for and ran again (titles.once)" in text
     assert b"FLAKY" in render(data)
