@@ -3,6 +3,7 @@ their LLM configurations and projects. A failure here is the harness's: nothing 
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import httpx
@@ -59,3 +60,38 @@ class Controller:
 
     async def delete_project(self, project_id: str) -> None:
         await self._call("DELETE", f"/v3/projects/{project_id}", 204)
+
+
+class UserMaker:
+    """Makes the suite's users on a controller: each logged in and, when the target's LLM is configured through the
+    controller, pointed at the suite's fake LLM with a fresh API key. Every token and key it hands out is kept, so
+    that the reports can redact them."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        client: httpx.AsyncClient,
+        base_url: str,
+        suffix: str,
+        password: str,
+        llm: dict[str, Any] | None,
+        fake_llm_url: str,
+    ) -> None:
+        self.controller, self.client, self.base_url = controller, client, base_url
+        self.suffix, self.password, self.llm, self.fake_llm_url = suffix, password, llm, fake_llm_url
+        self.tokens: list[str] = []
+        self.api_keys: list[str] = []
+        self._made = 0
+
+    async def make(self, name: str, *, with_llm: bool = True) -> tuple[str, str]:
+        """A new user (its role `name` shows in the user name): (token, user_id)."""
+        self._made += 1
+        username = f"cs-{name.replace('_', '')}-{self.suffix}-{self._made}"
+        user_id = await self.controller.create_user(username, self.password)
+        token = await Controller.login(self.client, self.base_url, username, self.password)
+        self.tokens.append(token)
+        if with_llm and self.llm is not None:
+            key = f"sk-conformance-{name.replace('_', '')}-{secrets.token_hex(12)}"
+            self.api_keys.append(key)
+            await self.controller.configure_llm(user_id, self.llm, self.fake_llm_url, key)
+        return token, user_id

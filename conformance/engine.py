@@ -11,7 +11,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -20,8 +20,8 @@ import spec
 
 from .checks import CheckSpec, select
 from .context import CheckContext, Environment, User
-from .controller import Controller
-from .errors import Blocked, HarnessError, NotTestable, TargetError
+from .controller import Controller, UserMaker
+from .errors import Blocked, BlockedBy, HarnessError, NotTestable, TargetError
 from .findings import Finding, Outcome, RequirementVerdict, combine, harness_failure, judge, run_passes
 from .preflight import preflight
 from .processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
@@ -121,29 +121,24 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
     auth = target.section("auth", {"mode": "tokens"})
     suffix = secrets.token_hex(3)
     users: dict[str, User] = {}
-    controller = None
-    api_keys: list[str] = []
+    controller = maker = None
+    llm = target.section("llm", {"mode": "preconfigured"})
+    if llm["mode"] == "controller" and auth["mode"] != "controller":
+        raise HarnessError("llm.mode controller needs auth.mode controller (the admin configures the users)")
     if auth["mode"] == "controller":
         admin = auth["admin"]
         controller = Controller(
             client, base_url, await Controller.login(client, base_url, admin["username"], admin["password"])
         )
         password = auth.get("user_password", "conformance-pass-1")
+        llm_config = llm["config"] if llm["mode"] == "controller" else None
+        maker = UserMaker(controller, client, base_url, suffix, password, llm_config, fake_url)
         for name in ("main", "other", "no_llm"):
-            username = f"cs-{name.replace('_', '')}-{suffix}"
-            user_id = await controller.create_user(username, password)
-            users[name] = User(name, await Controller.login(client, base_url, username, password), user_id)
+            token, user_id = await maker.make(name, with_llm=name != "no_llm")
+            users[name] = User(name, token, user_id)
     else:
         for name, token in auth["tokens"].items():
             users[name] = User(name, token)
-    llm = target.section("llm", {"mode": "preconfigured"})
-    if llm["mode"] == "controller":
-        if controller is None:
-            raise HarnessError("llm.mode controller needs auth.mode controller (the admin configures the users)")
-        for name in ("main", "other"):
-            key = f"sk-conformance-{name}-{secrets.token_hex(12)}"
-            api_keys.append(key)
-            await controller.configure_llm(users[name].user_id, llm["config"], fake_url, key)
     projects = target.section("projects", {"mode": "fixed"})
     if projects["mode"] == "controller":
         if controller is None:
@@ -164,24 +159,49 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         controller=controller,
         workdir=workdir,
         client=client,
-        api_keys=api_keys,
+        api_keys=maker.api_keys if maker else [],
     )
-    return Prepared(env, processes, [u.token for u in users.values()])
+    return Prepared(env, processes, maker.tokens if maker else [u.token for u in users.values()])
+
+
+async def _own_project(env: Environment, check_id: str) -> Environment:
+    """The check's environment with an opened project of its own, where the suite makes projects (projects.mode
+    controller): no other check's sessions are then in its listings, so one broken session cannot spread to other
+    checks, whatever their order. (A project, not a user: making a user costs the server a password hash.)"""
+    if env.controller is None or env.target.section("projects", {"mode": "fixed"})["mode"] != "controller":
+        return env  # the target file names fixed projects: every check shares them
+    project_id = await env.controller.create_project(f"conformance-{check_id}-{secrets.token_hex(3)}")
+    return replace(env, project_id=project_id)
 
 
 async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
-    ctx = CheckContext(env, spec_.id, list(spec_.requirements))
     started = time.monotonic()
+    try:
+        env = await _own_project(env, spec_.id)
+    except (HarnessError, httpx.HTTPError) as exc:
+        message = f"harness error: could not make the check's own project: {exc}"
+        findings = [Finding(r, Outcome.HARNESS_ERROR, message, spec_.id, []) for r in spec_.requirements]
+        return CheckRun(spec_.id, spec_.requirements, time.monotonic() - started, findings)
+    ctx = CheckContext(env, spec_.id, list(spec_.requirements))
     leftover_outcome, leftover_message = Outcome.HARNESS_ERROR, "the check ended without judging this requirement"
+    # Whether the check's requirements judged so far were judged whole: yes when it ran to its end, and when a
+    # failed step of its own stopped it (that requirement FAILs and the check is red whatever else it judged).
+    judged_whole = True
     try:
         await spec_.function(ctx)
     except Blocked as blocked:
         ctx.findings.stopped(blocked)
         leftover_outcome = Outcome.NOT_TESTABLE
         leftover_message = f"not reached: the check stopped when {blocked.requirement} failed ({blocked.message})"
+    except BlockedBy as blocked:
+        judged_whole = False
+        leftover_outcome = Outcome.NOT_TESTABLE
+        leftover_message = f"blocked by {blocked.requirement}: {blocked.message}"
     except NotTestable as exc:
+        judged_whole = False
         leftover_outcome, leftover_message = Outcome.NOT_TESTABLE, str(exc)
     except Exception as exc:  # the suite's own fault (HarnessError), or a target too broken to go on
+        judged_whole = False
         leftover_message = f"harness error: {type(exc).__name__}: {exc}\n" + "".join(
             traceback.format_exception(exc)[-3:]
         )
@@ -192,6 +212,14 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
         for requirement in spec_.requirements
         if requirement not in judged
     ]
+    if not judged_whole:
+        # The check stopped before its end (a scenario that could not happen, a suite error): what it judged so far
+        # covers only some of the states it was written for, which is no PASS.
+        findings += [
+            Finding(requirement, leftover_outcome, f"judged only in part: {leftover_message}", spec_.id, evidence)
+            for requirement in spec_.requirements
+            if requirement in judged
+        ]
     transient = transient_errors(ctx.client.exchanges, env.scripts)
     duration = time.monotonic() - started
     return CheckRun(spec_.id, spec_.requirements, duration, findings, ctx.client.observed, transient)

@@ -42,6 +42,15 @@ class Blocked(CheckStopped):
         self.requirement, self.message, self.exchanges = requirement, message, exchanges
 
 
+class BlockedBy(CheckStopped):
+    """A set-up step the check needs (a plain turn, say) failed; its rule (`requirement`) is judged by a check of
+    its own, so this check blames nothing: what it had not judged is NOT TESTABLE, blocked by that rule."""
+
+    def __init__(self, requirement: str, message: str) -> None:
+        super().__init__(message)
+        self.requirement, self.message = requirement, message
+
+
 class NotTestable(CheckStopped):
     """The target cannot be made to exercise what the check needs (undeclared tool, no database access...)."""
 

@@ -23,6 +23,8 @@ import spec
 # The repository, or the directory an installed package was put in (spec/ and reference_server/ sit side by side).
 ROOT = spec.SPEC_DIR.parent
 MUTANTS_FILE = "tests/quality/mutants.py"
+# The registry module imports its second-generation siblings; every `mutants*.py` file holds mutants.
+MUTANTS_GLOB = "mutants*.py"
 SERVER_TESTS = "tests/reference_server"
 
 # Where each family of rules is implemented and verified; the fake LLM's rules bind the harness, not a server.
@@ -268,7 +270,11 @@ def explain(requirement_id: str) -> Explanation:
     if not (ROOT / MUTANTS_FILE).is_file():
         notes["mutants"] = f"{MUTANTS_FILE} is not here {installed_only}"
     else:
-        every = _mutants((ROOT / MUTANTS_FILE).resolve())
+        every = tuple(
+            found
+            for path in sorted((ROOT / MUTANTS_FILE).parent.glob(MUTANTS_GLOB))
+            for found in _mutants(path.resolve())
+        )
         mutants = [m.location for m in every if rid in m.targets]
         consequences = [m.location for m in every if rid in m.consequences and rid not in m.targets]
         if not mutants:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from threading import Lock
@@ -22,6 +23,8 @@ class RequestRecord:
     tag: str | None
     run: str | None
     outcome: str  # "ok", "failed: ...", "selection error: ..."
+    # When it arrived (Unix time): a suite on the same machine compares it with when it sent a request (an abort).
+    received_at: float = field(default_factory=time.time)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the Authorization header over HTTP
 
     def as_dict(self) -> dict[str, Any]:

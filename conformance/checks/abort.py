@@ -8,7 +8,9 @@ import time
 from typing import Any
 
 from ..context import CheckContext
+from ..errors import NotTestable
 from ..exchanges import Exchange, json_or_none
+from ..preflight import SLOW_TOOL_AT_LEAST
 from . import check
 from .support import (
     describe,
@@ -17,11 +19,13 @@ from .support import (
     got,
     history,
     require_capability,
+    require_served,
     scenario_or,
     script_text,
     served,
     settled_stats_problems,
-    turn,
+    setup_turn,
+    unless_blocked,
     wait_for,
 )
 
@@ -83,6 +87,8 @@ async def running_turn(ctx: CheckContext) -> None:
         result = await stream if stream.done() else None
         stream.cancel()
         sign = "a tool_start event" if scenario == "cs-slow-tool" else "its generation reaching the fake LLM"
+        if result is not None:  # the turn ended first: it may be the server's basic turns that fail
+            await unless_blocked(ctx, result, scenario)
         ctx.findings.require(
             False,
             "ABORT-002",
@@ -90,12 +96,28 @@ async def running_turn(ctx: CheckContext) -> None:
             + (describe(result) if result else "no answer"),
             *((result.exchange,) if result else ()),
         )
-    aborted_at = time.monotonic()
+    if scenario == "cs-slow-tool":
+        # Well inside the slow tool's run (preflight measured it at SLOW_TOOL_AT_LEAST or more), so that an abort
+        # sent now lands in it, and a tool that did not take its time shows as a generation already begun.
+        await asyncio.sleep(SLOW_TOOL_AT_LEAST / 4)
+    aborted_at, aborted_at_clock = time.monotonic(), time.time()
     answer = await _abort(ctx, session)
-    _judge_answer(ctx, answer, "ABORT-002", True, "aborting a running turn")
     result = await stream
     done_index = result.types.index("done") if "done" in result.types else -1
     ended = sent_at + result.arrivals[done_index] if result.arrivals else time.monotonic()
+    # The scenario is an abort that reaches a running turn: not one sent after the turn had ended, nor (with the
+    # slow tool) one sent after the tool had ended and the next generation had begun (the fake LLM's clock).
+    if done_index >= 0 and ended < aborted_at:
+        raise NotTestable(
+            f"the turn had ended before the abort was sent, so no abort reached a running turn: {describe(result)}"
+        )
+    later = [r for r in await ctx.llm.main_requests() if r.get("step") != 0]
+    if scenario == "cs-slow-tool" and any(r.get("received_at", aborted_at_clock) < aborted_at_clock for r in later):
+        raise NotTestable(
+            "the slow tool had ended and the next generation had begun before the abort was sent, so the abort "
+            "did not land while the tool ran (the target's slow tool did not take its time)"
+        )
+    _judge_answer(ctx, answer, "ABORT-002", True, "aborting a running turn")
     ctx.findings.require(
         result.status == 200 and result.completed,
         "ABORT-002",
@@ -115,7 +137,6 @@ async def running_turn(ctx: CheckContext) -> None:
         f"{ABORT_WITHIN:.0f} s",
         result.exchange,
     )
-    later = [r for r in await ctx.llm.main_requests() if r.get("step") != 0]
     full = script_text(ctx, scenario)
     if scenario == "cs-slow-tool":
         ok = not later and full not in result.content
@@ -168,7 +189,7 @@ async def running_turn(ctx: CheckContext) -> None:
 async def idle_session(ctx: CheckContext) -> None:
     require_capability(ctx, "abort")
     session = ctx.session_id()
-    await turn(ctx, "ABORT-003", session, exact=True)
+    await setup_turn(ctx, session)
 
     async def state() -> tuple[Any, Any]:
         data = await history(ctx, session, "HISTORY-001")
@@ -192,9 +213,11 @@ async def idle_session(ctx: CheckContext) -> None:
         "aborting the session with no running turn changed it: " + "; ".join(changed)[:1500],
     )
     following = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session})
-    ctx.findings.expect(
-        "ABORT-003",
+    await require_served(
+        ctx,
         served(ctx, following),
+        following,
+        "ABORT-003",
         f"after aborting the idle session, its next turn was not served: {describe(following)}",
-        following.exchange,
+        stop=False,
     )

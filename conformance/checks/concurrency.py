@@ -18,6 +18,7 @@ from .support import (
     got,
     history,
     refused_in_stream,
+    require_served,
     script_text,
     served,
     timed,
@@ -59,8 +60,12 @@ async def busy(ctx: CheckContext) -> None:
 
     first = request("setup", "cs-plain", "Before the slow turns")
     await send(first)
-    ctx.findings.require(
-        served(ctx, first.result), "CONCURRENCY-002", f"the first turn was not served: {describe(first.result)}"
+    await require_served(
+        ctx,
+        served(ctx, first.result),
+        first.result,
+        "CONCURRENCY-002",
+        f"the first turn was not served: {describe(first.result)}",
     )
     # Two slow turns for the idle session at the same moment: one runs, the other is busy.
     racing = [
@@ -150,11 +155,12 @@ async def parallel_sessions(ctx: CheckContext) -> None:
     async def one(label: str) -> tuple[StreamResult, float]:
         started = time.monotonic()
         result = await ctx.client.stream({"message": ctx.message("cs-slow"), "session_id": ctx.session_id(label)})
-        ctx.findings.require(
+        await require_served(
+            ctx,
             served(ctx, result, "cs-slow"),
+            result,
             "CONCURRENCY-003",
             f"a slow turn was not served: {describe(result)}",
-            result.exchange,
         )
         return result, time.monotonic() - started
 

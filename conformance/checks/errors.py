@@ -27,7 +27,7 @@ from ..exchanges import Exchange, json_or_none
 from ..operations import chat_endpoints, operation
 from ..responses import response_violations
 from . import check
-from .support import call_operation, error_code, got, turn
+from .support import call_operation, error_code, got, setup_turn
 
 
 def _error_body_problems(exchange: Exchange) -> list[str]:
@@ -101,7 +101,7 @@ async def body(ctx: CheckContext) -> None:
     session = ctx.session_id()
     missing = ctx.session_id("missing")
     unknown_project = str(uuid.uuid4())
-    await turn(ctx, "ERROR-001", session, exact=True)  # an existing session: only the provoked problem is wrong
+    await setup_turn(ctx, session)  # an existing session: only the provoked problem is wrong
     exchanges: list[tuple[str, Exchange]] = []
     for endpoint in chat_endpoints(ctx.target.capabilities):
         exchanges.append(("no bearer token", await call_operation(ctx, endpoint, session, user=None)))
@@ -253,7 +253,7 @@ async def operations(ctx: CheckContext) -> None:
     # Real sessions, so that valid cases also get 200 answers: one for most operations, one to delete.
     real, doomed = ctx.session_id("real"), ctx.session_id("doomed")
     for session in (real, doomed):
-        await turn(ctx, "CONTRACT-001", session)
+        await setup_turn(ctx, session)
 
     default_prefix = spec.default_prefix()
     uses: Counter[str] = Counter()

@@ -34,7 +34,7 @@ async def session_ids(ctx: CheckContext) -> None:
     given = ctx.session_id("given")
     results.append(await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": given}))
     for result in results:
-        require_turn(ctx, result, "EVENT-002")
+        await require_turn(ctx, result, "EVENT-002")
     judge_stream_rules(ctx, results, ["EVENT-002", "EVENT-003", "EVENT-004"])
     last = results[-1]
     ctx.findings.expect(

@@ -23,7 +23,7 @@ async def history_format(ctx: CheckContext) -> None:
     sent = []
     for n, script in enumerate(scripts):
         sent.append(ctx.message(script, f"History format, turn {n + 1}"))
-        require_turn(ctx, await ctx.client.stream({"message": sent[-1], "session_id": session_id}), "HISTORY-001")
+        await require_turn(ctx, await ctx.client.stream({"message": sent[-1], "session_id": session_id}), "HISTORY-001")
     session = await listed(ctx, session_id, "HISTORY-001")
     data = await history(ctx, session_id, "HISTORY-001")
     messages = [m for m in data["messages"] if m.get("role") != "system"]

@@ -18,9 +18,10 @@ from .support import (
     got,
     judge_not_streamed,
     require_capability,
+    require_served,
     script_text,
     served,
-    turn,
+    setup_turn,
 )
 
 # --- input ------------------------------------------------------------------------------------------------------
@@ -152,18 +153,20 @@ async def validation(ctx: CheckContext) -> None:
     ]
     for requirement, body, what in accepted:
         result = await ctx.client.stream(body)
-        ctx.findings.expect(
-            requirement,
+        await require_served(
+            ctx,
             served(ctx, result),
+            result,
+            requirement,
             f"a valid stream request with {what} was not served as a normal turn: {describe(result)}",
-            result.exchange,
+            stop=False,
         )
 
 
 @check("inputs.malformed_json")
 async def malformed_json(ctx: CheckContext) -> None:
     session = ctx.session_id()
-    await turn(ctx, "INPUT-009", session, exact=True)  # so that renaming it would succeed with a valid body
+    await setup_turn(ctx, session)  # so that renaming it would succeed with a valid body
     bodies = {
         "`{not json`": b"{not json",
         "an empty body": b"",
@@ -191,12 +194,14 @@ async def unknown_members(ctx: CheckContext) -> None:
         "x-vendor": "conformance",
     }
     result = await ctx.client.stream(body)
-    ctx.findings.expect(
-        "INPUT-008",
+    await require_served(
+        ctx,
         served(ctx, result),
+        result,
+        "INPUT-008",
         f"a valid request with unknown members was not served as a normal turn: {describe(result)} (expected the "
         f"content {script_text(ctx, 'cs-plain')!r} and no error)",
-        result.exchange,
+        stop=False,
     )
 
 
@@ -210,9 +215,11 @@ async def temperature_override(ctx: CheckContext) -> None:
     first = await ctx.client.stream(
         {"message": ctx.message("cs-plain", run=runs[0]), "session_id": session, "temperature": override}
     )
-    ctx.findings.require(served(ctx, first), "INPUT-005", f"the turn with a temperature failed: {describe(first)}")
+    await require_served(
+        ctx, served(ctx, first), first, "INPUT-005", f"the turn with a temperature failed: {describe(first)}"
+    )
     second = await ctx.client.stream({"message": ctx.message("cs-plain", run=runs[1]), "session_id": session})
-    ctx.findings.require(served(ctx, second), "INPUT-005", f"the next turn failed: {describe(second)}")
+    await require_served(ctx, served(ctx, second), second, "INPUT-005", f"the next turn failed: {describe(second)}")
     used = []
     for run in runs:
         used.append([r.get("temperature") for r in await ctx.llm.main_requests(run)])

@@ -15,7 +15,7 @@ from ..errors import NotTestable
 from ..exchanges import Exchange
 from ..operations import chat_endpoints
 from . import check
-from .support import call_operation, error_code, got, is_stream, judge_not_streamed, turn
+from .support import call_operation, error_code, got, is_stream, judge_not_streamed, setup_turn
 
 # --- authentication -------------------------------------------------------------------------------------------
 
@@ -85,7 +85,7 @@ def _judge_401(ctx: CheckContext, exchange: Exchange, what: str) -> None:
 @check("preconditions.token_required")
 async def token_required(ctx: CheckContext) -> None:
     session = ctx.session_id()
-    await turn(ctx, "AUTH-001", session, exact=True)  # an existing session: a valid token would succeed everywhere
+    await setup_turn(ctx, session)  # an existing session: a valid token would succeed everywhere
     for what, authorization in _bad_authorizations(ctx).items():
         headers = {} if authorization is None else {"Authorization": authorization}
         for endpoint in chat_endpoints(ctx.target.capabilities):

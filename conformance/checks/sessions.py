@@ -19,6 +19,7 @@ from .support import (
     history,
     listed,
     listing,
+    require_served,
     require_turn,
     turn,
 )
@@ -42,7 +43,7 @@ async def create(ctx: CheckContext) -> None:
     for label, body_extra in (("no session_id", {}), ('"session_id": null', {"session_id": None})):
         sent = ctx.message("cs-plain", f"New session ({label})")
         result = await ctx.client.stream({"message": sent, **body_extra})
-        require_turn(ctx, result, "SESSION-001")
+        await require_turn(ctx, result, "SESSION-001")
         carried, missing = _carried_ids(result)
         session_id = result.session_id
         ok = len(carried) == 1 and not missing and isinstance(session_id, str)
@@ -87,7 +88,7 @@ async def create_with_id(ctx: CheckContext) -> None:
     session_id = ctx.session_id("chosen")
     sent = ctx.message("cs-plain", "A session with an id chosen by the client")
     result = await ctx.client.stream({"message": sent, "session_id": session_id})
-    require_turn(ctx, result, "SESSION-002")
+    await require_turn(ctx, result, "SESSION-002")
     carried, _ = _carried_ids(result)
     ctx.findings.expect(
         "SESSION-002",
@@ -155,12 +156,14 @@ async def id_validation(ctx: CheckContext) -> None:
     prefix = ctx.session_id("Az09._:-")
     longest = prefix + "x" * (128 - len(prefix))
     result = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": longest})
-    ctx.findings.expect(
-        "SESSION-003",
+    await require_served(
+        ctx,
         result.status == 200 and result.completed and "error" not in result.types and result.session_id == longest,
+        result,
+        "SESSION-003",
         f"a valid 128-character session id was refused or changed: status {result.status}, events "
         f"{result.types[-3:]}, session id {result.session_id!r}",
-        result.exchange,
+        stop=False,
     )
 
 
@@ -253,7 +256,7 @@ async def delete(ctx: CheckContext) -> None:
         )
     sent = ctx.message("cs-plain", "After the delete")
     result = await ctx.client.stream({"message": sent, "session_id": session_id})
-    require_turn(ctx, result, "SESSION-007")
+    await require_turn(ctx, result, "SESSION-007")
     data = await history(ctx, session_id, "SESSION-007")
     shown = [(m.get("role"), m.get("content")) for m in data["messages"] if m.get("role") != "system"]
     roles = expected_roles(ctx.env.scripts["cs-plain"])

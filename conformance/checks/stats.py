@@ -4,6 +4,7 @@ and several turns, and once a turn cut short by an error or a disconnect has end
 from __future__ import annotations
 
 from ..context import CheckContext
+from ..errors import NotTestable
 from . import check
 from .support import history, scenario_or, settled_stats_problems, stats_problems, turn
 
@@ -75,6 +76,10 @@ async def disconnect(ctx: CheckContext) -> None:
         f"the dribbling turn did not start: {dribbling.exchange.describe()}",
         dribbling.exchange,
     )
+    if "done" in dribbling.types:  # the whole turn arrived in the first read: nothing was left to cut
+        raise NotTestable(
+            f"the turn was sent whole before the suite could disconnect, so no disconnect cut it: {dribbling.types}"
+        )
     step = ctx.env.scripts["cs-dribble"]["steps"][0]["usage"]
     # The generation cut by the disconnect may or may not have completed on the server's side.
     cut = [(0, 0), (step["input_tokens"], step["output_tokens"])]

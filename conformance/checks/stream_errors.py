@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..context import CheckContext
 from . import check
+from .support import require_served
 
 
 @check("stream_errors.error_then_done")
@@ -21,9 +22,11 @@ async def error_then_done(ctx: CheckContext) -> None:
         )
     after = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session})
     ok = after.status == 200 and after.completed and bool(after.events) and "error" not in after.types
-    ctx.findings.expect(
-        "ERRSTREAM-002",
+    await require_served(
+        ctx,
         ok,
+        after,
+        "ERRSTREAM-002",
         f"the next turn after an error did not complete: {after.status} {after.types[-4:]}",
-        after.exchange,
+        stop=False,
     )

@@ -14,9 +14,10 @@ from typing import Any
 
 from ..client import StreamResult
 from ..context import CheckContext
-from ..errors import NotTestable
+from ..errors import BlockedBy, NotTestable
 from ..exchanges import Exchange, json_or_none
 from ..operations import Operation
+from ..scenarios import script_named_in, scripts_a_failure
 
 STATS_FIELDS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")
 RENAMED_TITLE = "Renamed by the conformance suite"
@@ -102,14 +103,72 @@ def served(ctx: CheckContext, result: StreamResult, script: str = "cs-plain") ->
     return completed_turn(result) and result.content == script_text(ctx, script)
 
 
-def require_turn(ctx: CheckContext, result: StreamResult, requirement: str) -> None:
-    """Stop the check, failing `requirement`, unless the turn completed (see completed_turn)."""
-    ctx.findings.require(
+# A turn a check needs is built on a more basic one: a plain scripted turn (TESTABILITY-001, judged by
+# testability.llm_config) and, for a script that calls tools, a turn that runs a declared tool (TESTABILITY-003,
+# judged by testability.tools_bound). When one of those fails too, the server cannot serve the scenario at all:
+# the check is blocked by that rule, and blames nothing it was judging.
+SERVED_TURN = "TESTABILITY-001"
+SERVED_TOOL_TURN = "TESTABILITY-003"
+CREATED_WITH_ID = "SESSION-002"  # a set-up turn names its session: a new session under a client id
+
+
+async def blocker(ctx: CheckContext, script: str | None, requirement: str) -> tuple[str, str] | None:
+    """Why a turn of `script` that was not served is not `requirement`'s failure: the first control turn (a plain
+    one, then a tool one for a tool script) that a fresh session of the main user is not served either, as
+    (rule, evidence). None when the controls are served: the failure is the scenario's own."""
+    controls = [("cs-plain", SERVED_TURN)]
+    if script in ctx.env.scripts and any(step.get("tool_calls") for step in ctx.env.scripts[script]["steps"]):
+        controls.append(("cs-tool", SERVED_TOOL_TURN))
+    for control, rule in controls:
+        if rule == requirement:  # the basic turn is this check's own subject: it fails, it is not blocked
+            return None
+        result = await ctx.client.stream({"message": ctx.message(control, "Control turn")})
+        if not served(ctx, result, control):
+            return rule, f"a {control} turn in a new session is not served either: {describe(result)}"
+    return None
+
+
+def as_scripted(ctx: CheckContext, result: StreamResult, script: str) -> bool:
+    """The turn went as its script says: served (see served), or for a script that fails, answered 200 with an
+    `error` event and closed by the server."""
+    if scripts_a_failure(ctx.env.scripts[script]):
+        return result.status == 200 and result.completed and "error" in result.types
+    return served(ctx, result, script)
+
+
+async def unless_blocked(ctx: CheckContext, result: StreamResult, script: str) -> None:
+    """A turn whose stream a check judges whatever it holds: when it did not go as scripted and a more basic
+    turn is not served either, the scenario did not happen and the check is blocked (BlockedBy)."""
+    if not as_scripted(ctx, result, script):
+        found = await blocker(ctx, script, "")
+        if found is not None:
+            raise BlockedBy(found[0], f"the {script} turn did not go as scripted ({describe(result)}); {found[1]}")
+
+
+async def require_served(
+    ctx: CheckContext, ok: bool, result: StreamResult, requirement: str, message: str, *, stop: bool = True
+) -> None:
+    """Judge `requirement` on a turn the scenario needed (`ok`: it went as the scenario needs). A failed turn
+    fails `requirement` unless a more basic turn fails too: then the check is blocked by that rule (BlockedBy).
+    `stop` stops the check on a failure (require), else it goes on (expect)."""
+    if not ok:
+        found = await blocker(ctx, script_named_in(result.exchange.request_body), requirement)
+        if found is not None:
+            raise BlockedBy(found[0], f"{message}; {found[1]}")
+    judge = ctx.findings.require if stop else ctx.findings.expect
+    judge(requirement, ok, message, result.exchange)
+
+
+async def require_turn(ctx: CheckContext, result: StreamResult, requirement: str) -> None:
+    """Stop the check, failing `requirement`, unless the turn completed (see completed_turn) or a more basic
+    turn is not served either (then the check is blocked by that rule)."""
+    await require_served(
+        ctx,
         completed_turn(result),
+        result,
         requirement,
         f"the turn did not complete: {result.exchange.describe()}, events {result.types[-5:]}, "
         f"closed by the server: {result.completed} {result.exchange.body[:300]}",
-        result.exchange,
     )
 
 
@@ -122,23 +181,29 @@ async def turn(
     *,
     user: str = "main",
     project_id: str | None = None,
-    exact: bool = False,
 ) -> StreamResult:
-    """One turn the check needs (the session exists afterwards); stops the check, failing `requirement`, when it
-    does not complete, or with `exact` when it does not stream the script's whole text."""
+    """One turn the check's scenario is made of (the session exists afterwards); stops the check, failing
+    `requirement`, when it does not complete (or blocked, when a more basic turn fails too)."""
     body: dict[str, Any] = {"message": ctx.message(script, text)}
     if session_id is not None:
         body["session_id"] = session_id
     result = await ctx.client.stream(body, user=user, project_id=project_id)
-    if exact:
-        ctx.findings.require(
-            served(ctx, result, script),
-            requirement,
-            f"a {script} turn the check needs first was not served normally: {describe(result)}",
-            result.exchange,
-        )
-    else:
-        require_turn(ctx, result, requirement)
+    await require_turn(ctx, result, requirement)
+    return result
+
+
+async def setup_turn(ctx: CheckContext, session_id: str) -> StreamResult:
+    """A plain turn the check needs before its scenario (so that the session exists). When it is not served
+    normally the check blames nothing: SERVED_TURN is judged by its own check, and the rest is blocked by it."""
+    result = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session_id})
+    if not served(ctx, result):
+        why = f"a plain turn the check needs first was not served normally: {describe(result)}"
+        found = await blocker(ctx, "cs-plain", CREATED_WITH_ID)
+        if found is not None:
+            raise BlockedBy(found[0], f"{why}; {found[1]}")
+        # Plain turns are served in new sessions: what failed is creating the session under the check's id.
+        ctx.findings.require(CREATED_WITH_ID not in ctx.findings.requirements, CREATED_WITH_ID, why, result.exchange)
+        raise BlockedBy(CREATED_WITH_ID, f"{why}, although plain turns are served in new sessions")
     return result
 
 
@@ -389,11 +454,12 @@ SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-er
 
 
 async def scenario_streams(ctx: CheckContext, names: list[str] = SCENARIOS) -> list[StreamResult]:
-    """One turn of each named scenario the target's declarations allow."""
+    """One turn of each named scenario the target's declarations allow (blocked when one cannot happen)."""
     results = []
     for name in names:
         if name in ctx.env.scripts:
             results.append(await ctx.client.stream({"message": ctx.message(name)}))
+            await unless_blocked(ctx, results[-1], name)
     return results
 
 

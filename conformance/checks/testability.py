@@ -31,7 +31,7 @@ async def llm_config(ctx: CheckContext) -> None:
 async def user_text(ctx: CheckContext) -> None:
     text = "Exact text: «guillemets» & <angle> 'quotes'"
     sent = ctx.message("cs-tool", text)
-    require_turn(ctx, await ctx.client.stream({"message": sent}), "TESTABILITY-002")
+    await require_turn(ctx, await ctx.client.stream({"message": sent}), "TESTABILITY-002")
     main = await ctx.llm.main_requests()
     ctx.findings.require(len(main) >= 1, "TESTABILITY-002", "the fake LLM received no main request for this turn")
     lasts = [next((m["content"] for m in reversed(r["messages"]) if m["role"] == "user"), None) for r in main]
@@ -44,7 +44,7 @@ async def user_text(ctx: CheckContext) -> None:
 
 @check("testability.tools_bound")
 async def tools_bound(ctx: CheckContext) -> None:
-    require_turn(ctx, await ctx.client.stream({"message": ctx.message("cs-tool")}), "TESTABILITY-003")
+    await require_turn(ctx, await ctx.client.stream({"message": ctx.message("cs-tool")}), "TESTABILITY-003")
     requests = await ctx.llm.requests()
     main = [r for r in requests if r.get("step") is not None]
     titles = [r for r in requests if r.get("step") is None]

@@ -8,7 +8,7 @@ import asyncio
 from ..context import CheckContext
 from ..scenarios import QUOTED_TITLE_EXPECTED, TITLE
 from . import check
-from .support import RENAMED_TITLE, find_session, require_turn, turn, wait_for
+from .support import RENAMED_TITLE, find_session, require_served, require_turn, turn, wait_for
 
 NEW = "New Conversation"
 
@@ -88,7 +88,7 @@ async def sticky(ctx: CheckContext) -> None:
     renamed = await _rename(ctx, session)
     result = await running
     ctx.findings.require_status(renamed, 200, "TITLE-003")
-    require_turn(ctx, result, "TITLE-003")
+    await require_turn(ctx, result, "TITLE-003")
     title = await _title(ctx, session)
     ctx.findings.expect(
         "TITLE-003",
@@ -103,10 +103,18 @@ async def generation_fails(ctx: CheckContext) -> None:
     session = ctx.session_id()
     result = await ctx.client.stream({"message": ctx.message("cs-title-fails"), "session_id": session})
     title = await _title(ctx, session)
-    ok = result.status == 200 and result.completed and "error" not in result.types and title == NEW
+    completed = result.status == 200 and result.completed and "error" not in result.types
+    await require_served(
+        ctx,
+        completed,
+        result,
+        "TITLE-006",
+        f"with the title generation failing, the turn failed: events {result.types[-3:]}",
+        stop=False,
+    )
     ctx.findings.expect(
         "TITLE-006",
-        ok,
+        title == NEW,
         f"with the title generation failing: events {result.types[-3:]}, title {title!r}",
         result.exchange,
     )

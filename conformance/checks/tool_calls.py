@@ -6,18 +6,19 @@ from __future__ import annotations
 from ..context import CheckContext
 from ..scenarios import UNKNOWN_TOOL
 from . import check
-from .support import judge_stream_rules, require_turn, rule_problems, scenario_streams
+from .support import judge_stream_rules, require_served, require_turn, rule_problems, scenario_streams
 
 
 @check("tool_calls.accumulation")
 async def accumulation(ctx: CheckContext) -> None:
     results = await scenario_streams(ctx, ["cs-tool", "cs-parallel", "cs-failing-tool"])
     for result in results:
-        ctx.findings.require(
+        await require_served(
+            ctx,
             "tool_call" in result.types,
+            result,
             "TOOLCALL-001",
             f"the scripted tool call produced no tool_call event: {result.types}",
-            result.exchange,
         )
     # A rule is judged only where its scenario happened: completion where a turn did not end in `error` (a
     # failed generation may stop mid-arguments), starts and ends where some tool ran.
@@ -49,7 +50,7 @@ def _completed_calls(events: list[dict]) -> list[dict]:
 @check("tool_calls.parallel")
 async def parallel(ctx: CheckContext) -> None:
     result = await ctx.client.stream({"message": ctx.message("cs-parallel")})
-    require_turn(ctx, result, "TOOLCALL-006")
+    await require_turn(ctx, result, "TOOLCALL-006")
     completed = [call.get("id") for call in _completed_calls(result.events)]
     started = [e.get("tool_call_id") for e in result.events if e.get("type") == "tool_start"]
     ends = [e for e in result.events if e.get("type") == "tool_end"]
@@ -69,7 +70,7 @@ async def failing_tool(ctx: CheckContext) -> None:
         cases.insert(0, ("cs-failing-tool", ctx.target.tools["failing"]["name"]))
     for script, name in cases:
         result = await ctx.client.stream({"message": ctx.message(script)})
-        require_turn(ctx, result, "TOOLCALL-008")
+        await require_turn(ctx, result, "TOOLCALL-008")
         ends = [e for e in result.events if e.get("type") == "tool_end" and e.get("tool_name") == name]
         after = result.types[result.types.index("tool_end") + 1 :] if "tool_end" in result.types else []
         problems = []

@@ -94,18 +94,21 @@ class Turn:
             self._graph_task.cancel()
         await asyncio.wait([self._graph_task])
         self._end_running_tools()
-        # At most one error, queued after the graph's last event; the next event queued is done (STREAM-ORDER-002).
+        # At most one error, after the graph's last event. It is queued together with done, once the turn is
+        # finished: a heartbeat sent while finishing takes long then comes before it, never between the two
+        # (after `error` only `done` may follow, STREAM-ORDER-002).
+        failure = None
         if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
             log.warning("turn of session %s failed: %r", self.session_id, error)
             message = str(error) or type(error).__name__
-            self._queue.put_nowait(
-                ErrorEvent(type="error", error=message, code="llm_error", session_id=self.session_id).model_dump()
-            )
+            failure = ErrorEvent(type="error", error=message, code="llm_error", session_id=self.session_id)
         try:
             await self._finish(self)
         except Exception:  # the stream still ends with done; the log tells what went wrong
             log.exception("finishing the turn of session %s failed", self.session_id)
         finally:  # exactly one done, and nothing after it: the stream ends there (STREAM-ORDER-003)
+            if failure is not None:
+                self._queue.put_nowait(failure.model_dump())
             self._queue.put_nowait(DoneEvent(type="done", session_id=self.session_id).model_dump())
             self._queue.put_nowait(_END)
             self.finished.set()

@@ -11,7 +11,7 @@ import pytest
 import spec
 from conformance.checks import CheckSpec
 from conformance.engine import run_check
-from conformance.errors import NotTestable
+from conformance.errors import BlockedBy, NotTestable
 from conformance.findings import Finding, Outcome, Verdict, judge, run_passes
 
 
@@ -292,3 +292,17 @@ def test_flaky_fails_a_run_on_its_own_and_is_only_listed_against_a_baseline():
     flaky = judge(record(), [], capabilities=set(), known_failures={}, accepted_not_testable={}, flaky={"X-001": "t"})
     assert not run_passes([flaky], {})
     assert run_passes([flaky], {}, baseline=True)
+
+
+def test_a_failed_set_up_step_blames_nothing_and_blocks_the_rest():
+    async def check(ctx):
+        ctx.findings.passed("A-1")
+        raise BlockedBy("TESTABILITY-001", "a plain turn the check needs first was not served normally")
+
+    found_ = outcomes(run_one(check))
+    assert found_["A-1"] == (Outcome.PASSED, "ok")
+    assert found_["A-2"] == (
+        Outcome.NOT_TESTABLE,
+        "blocked by TESTABILITY-001: a plain turn the check needs first was not served normally",
+    )
+    assert "TESTABILITY-001" not in found_  # judged by its own check, never failed from here

@@ -1,14 +1,14 @@
-"""A variant of the reference server with one transient internal error: the first stream request of the check
-`titles.once` is answered 500 ("database is locked", as gns3-server's SQLite sometimes answers), every later one
-is served. It proves the suite re-runs a check that met a server's own error and reports what flipped as FLAKY
-instead of blaming the requirement. Applied like the mutants, by `python -m tests.quality.mutant_server NAME`."""
+"""Variants of the reference server whose stream requests fail for one check only. The first answers the first
+stream request of `titles.once` 500 ("database is locked", as gns3-server's SQLite sometimes answers): the suite
+re-runs a check that met a server's own error and reports what flipped as FLAKY instead of blaming the
+requirement. The second fails every turn of `preconditions.token_required`, whose set-up turn then fails: the
+check blames nothing it was not judging, its rules are NOT TESTABLE, blocked by TESTABILITY-001. Applied like
+the mutants, by `python -m tests.quality.mutant_server NAME`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
-MARK = b"titles-once"  # the fake-LLM run tag of the check's turns contains its id
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,12 @@ class FlakyServer:
     apply: Callable[[], None]
 
 
-def _first_stream_of_the_check_fails() -> None:
+def _streams_of_a_check_fail(mark: bytes, times: int) -> Callable[[], None]:
+    """The first `times` stream requests whose body holds `mark` (a check's run tag holds its id) answer 500."""
+    return lambda: _fail_streams(mark, times)
+
+
+def _fail_streams(mark: bytes, times: int) -> None:
     import reference_server.cli as cli
 
     original = cli.create_app
@@ -36,7 +41,7 @@ def _first_stream_of_the_check_fails() -> None:
                 received.append(message)
                 body += message.get("body", b"")
                 more = message.get("more_body", False)
-            if MARK in body and not failed:
+            if mark in body and len(failed) < times:
                 failed.append(True)
                 text = b"database is locked"
                 headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
@@ -61,7 +66,12 @@ FLAKY_SERVERS = {
         FlakyServer(
             "first-stream-of-titles-once-500",
             "the first stream request of the check titles.once answers 500 `database is locked`",
-            _first_stream_of_the_check_fails,
+            _streams_of_a_check_fail(b"titles-once", 1),
+        ),
+        FlakyServer(
+            "set-up-turns-of-token-required-500",
+            "every stream request of the check preconditions.token_required answers 500 (its set-up turn fails)",
+            _streams_of_a_check_fail(b"preconditions-token_required", 1000),
         ),
     )
 }

@@ -1,5 +1,6 @@
 """`python -m tests.quality.mutant_server NAME [reference server options]`: the reference server with one
-mutant of tests/quality/mutants.py (or one answer breaker of answer_breakers.py) applied, for the conformance
+mutant of tests/quality/mutants.py (or a variant of answer_breakers.py, flaky_servers.py or
+scenario_preventers.py) applied, for the conformance
 suite to judge over HTTP."""
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ import sys
 from tests.quality.answer_breakers import BREAKERS
 from tests.quality.flaky_servers import FLAKY_SERVERS
 from tests.quality.mutants import MUTANTS
+from tests.quality.scenario_preventers import PREVENTERS
 
-VARIANTS = {**MUTANTS, **BREAKERS, **FLAKY_SERVERS}
+VARIANTS = {**MUTANTS, **BREAKERS, **FLAKY_SERVERS, **PREVENTERS}
 
 
 def main() -> None:

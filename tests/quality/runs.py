@@ -13,6 +13,7 @@ from conformance.target import Target, load_target, parse_target
 
 from .answer_breakers import BREAKERS
 from .mutants import MUTANTS
+from .scenario_missing import SCENARIO_MISSING
 
 CONCURRENT_RUNS = 2  # 2 cores: more would make timing rules (heartbeat gaps, concurrency) flaky
 
@@ -61,6 +62,25 @@ def breaker_runs() -> dict[str, RunResult]:
                 return name, await run(mutant_target(name))
 
         return dict(await asyncio.gather(*(one(name) for name in BREAKERS)))
+
+    return asyncio.run(all_runs())
+
+
+@cache
+def preventer_runs() -> dict[str, RunResult]:
+    """Per scenario preventer, one run of the checks SCENARIO_MISSING assigns to it."""
+    chosen: dict[str, list[str]] = {}
+    for check_id, entry in SCENARIO_MISSING.items():
+        chosen.setdefault(entry.preventer, []).append(check_id)
+
+    async def all_runs() -> dict[str, RunResult]:
+        gate = asyncio.Semaphore(CONCURRENT_RUNS)
+
+        async def one(name: str) -> tuple[str, RunResult]:
+            async with gate:
+                return name, await run(mutant_target(name), only=chosen[name])
+
+        return dict(await asyncio.gather(*(one(name) for name in chosen)))
 
     return asyncio.run(all_runs())
 

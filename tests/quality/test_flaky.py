@@ -27,3 +27,14 @@ def test_a_transient_server_error_makes_the_requirement_flaky_not_failed():
     text = summary_text(data)
     assert "1 check met server errors its scenario did not ask for and ran again (titles.once)" in text
     assert b"FLAKY" in render(data)
+
+
+def test_a_failed_set_up_turn_blocks_the_check_instead_of_failing_its_rules():
+    result = asyncio.run(
+        run(mutant_target("set-up-turns-of-token-required-500"), only=["preconditions.token_required"])
+    )
+    assert result.harness_error is None, result.harness_error
+    verdicts = {v.id: v for v in result.verdicts}
+    for rid in ("AUTH-001", "AUTH-002", "PRECHECK-001"):
+        assert verdicts[rid].verdict == Verdict.NOT_TESTABLE, (rid, verdicts[rid].verdict)
+        assert any("blocked by TESTABILITY-001" in f.message for f in verdicts[rid].findings), rid

@@ -1,0 +1,115 @@
+"""For every check: a variant of the reference server on which the check's scenario does not happen
+(tests/quality/scenario_preventers.py), and what the check must then conclude. Read by test_scenario_missing.py.
+
+A check whose scenario is made of requests the suite sends and judges by their answers alone (an unknown
+project, a missing token, a declaration) cannot be kept from happening by a server; it runs with the model
+down, every turn failing, and must still judge exactly as on a sound server: `always_happens` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+LLM_DOWN = "llm-down-after-preflight"
+TOOL_TURNS_FAIL = "tool-turns-fail-after-preflight"
+SLOW_TOOL_QUICK = "slow-tool-quick-after-preflight"
+ONE_PIECE = "stream-in-one-piece-after-preflight"
+
+
+@dataclass(frozen=True)
+class Missing:
+    preventer: str
+    blocked_by: str | None = None  # the NOT TESTABLE reason names this rule ("blocked by ID")
+    reason_has: str = ""  # else: a phrase the NOT TESTABLE reason holds
+    fails: frozenset[str] = field(default_factory=frozenset)  # the check's rules the preventer really breaks
+    always_happens: str = ""  # the check's scenario cannot be prevented: why
+
+
+def _blocked(preventer: str = LLM_DOWN, rule: str = "TESTABILITY-001") -> Missing:
+    return Missing(preventer, blocked_by=rule)
+
+
+def _always(why: str) -> Missing:
+    return Missing(LLM_DOWN, always_happens=why)
+
+
+SCENARIO_MISSING: dict[str, Missing] = {
+    # The abort must reach a running turn: the slow tool returns at once, or the turn arrives whole.
+    "abort.running_turn": Missing(SLOW_TOOL_QUICK, reason_has="the turn had ended before the abort was sent"),
+    "abort.idle_session": _blocked(),
+    # The race needs a turn running in its silence; no turn runs with the model down.
+    "concurrency.busy": _blocked(),
+    "concurrency.parallel_sessions": _blocked(),
+    "content.matches_history": _blocked(),
+    "database.contract": _blocked(),
+    "database.session_delete": _blocked(),
+    "database.project_delete": _blocked(),
+    "errors.codes": _always("each provoked error (an unknown project, a missing token, a bad body) is one request"),
+    "errors.body": _blocked(),
+    "errors.contract_operations": _blocked(),
+    # The per-event rules are judged on the scenario streams, which need served turns.
+    "events.schema": _blocked(),
+    "events.session_ids": _blocked(),
+    "framing.frames": _blocked(),
+    "framing.headers": _always("the headers of any stream answer, an error turn's included, are the subject"),
+    "grammar.order": _blocked(),
+    # The heartbeat needs the fake LLM's silence inside a turn: with the model down, no turn reaches it.
+    "heartbeat.sent": _blocked(),
+    "heartbeat.declared_interval": _always("it judges the target's declaration against the contract's bounds"),
+    "history.format": _blocked(),
+    "history.ids": _blocked(),
+    "history.limit": _blocked(),
+    "inputs.validation": _blocked(),
+    "inputs.malformed_json": _blocked(),
+    "inputs.unknown_members": _blocked(),
+    "inputs.temperature_override": _blocked(),
+    "isolation.endpoints": _blocked(),
+    "isolation.stream": _blocked(),
+    "listing.per_user_and_project": _blocked(),
+    "listing.order": _blocked(),
+    "listing.pin": _blocked(),
+    "listing.timestamps": _blocked(),
+    "listing.updated_at_advances": _blocked(),
+    "migrations.legacy_upgrade": _always("it opens a legacy database the suite wrote itself; no turn is involved"),
+    "preconditions.token_required": _blocked(),
+    "preconditions.unknown_project": _always("a request for a project that does not exist is one request"),
+    "preconditions.closed_project": _always("a request for the closed project is one request"),
+    "preconditions.llm_not_configured": _always("a turn of a user with no LLM configuration is refused before it"),
+    "prefix.served": _always("the chat prefix answers or it does not"),
+    "secrets_at_rest.scan": _blocked(),
+    "sessions.create": _blocked(),
+    "sessions.create_with_id": _blocked(),
+    "sessions.id_validation": _blocked(),
+    "sessions.rename": _blocked(),
+    "sessions.never_created": _always("a session id that was never used is one request per endpoint"),
+    "sessions.delete": _blocked(),
+    "stats.single_turn": _blocked(),
+    # With the tools failing, no tool turn is counted.
+    "stats.tool_turn": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+    "stats.multi_turn": _blocked(),
+    "stats.error_turn": _blocked(),
+    # The disconnect must cut a running turn: a turn sent whole leaves nothing to cut.
+    "stats.disconnect": Missing(ONE_PIECE, reason_has="no disconnect cut it"),
+    "stats.declared_title_counting": _always("it judges the target's declaration"),
+    "stream_errors.error_then_done": _blocked(),
+    "testability.llm_config": Missing(
+        LLM_DOWN,
+        fails=frozenset({"TESTABILITY-001"}),
+        always_happens="its scenario is the plain turn itself: a turn the model does not serve is its failure",
+    ),
+    "testability.user_text": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+    "testability.tools_bound": Missing(
+        TOOL_TURNS_FAIL,
+        fails=frozenset({"TESTABILITY-003"}),
+        always_happens="its scenario is the tool turn itself: a tool turn that fails is its failure",
+    ),
+    "titles.initial": _always("its scenario is a session whose first turn failed, which the model being down makes"),
+    "titles.generated": _blocked(),
+    "titles.once": _blocked(),
+    "titles.sticky_after_rename": _blocked(),
+    "titles.generation_fails": _blocked(),
+    # The tool never starts: the turn ends in an error at the LLM's first tool call.
+    "tool_calls.accumulation": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+    "tool_calls.parallel": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+    "tool_calls.failing_tool": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+}

@@ -1,0 +1,147 @@
+"""Variants of the reference server on which a check's scenario does not happen, after preflight has passed:
+the model is down, a tool call ends the turn in an error instead of running, the slow tool returns at once,
+the stream arrives in one piece at the end. They prove that the suite then says NOT TESTABLE (or blames the rule
+the variant really breaks), and never PASSes a requirement on a scenario that did not happen
+(tests/quality/test_scenario_missing.py). Preflight's own turns (their message starts with "Preflight") are
+served normally, so the run gets past preflight as it would on a server that degrades later.
+Applied like the mutants, by `python -m tests.quality.mutant_server NAME`."""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .asgi_rewrite import edit_request_body
+
+# Set for the whole handling of a stream request that is not preflight's (the turn's tasks copy the context).
+_IN_CHECK: contextvars.ContextVar[bool] = contextvars.ContextVar("in_check", default=False)
+
+
+@dataclass(frozen=True)
+class Preventer:
+    name: str
+    prevents: str  # what does not happen, in words
+    apply: Callable[[], None]
+
+
+def _mark_check_turns() -> None:
+    """Mark the handling of every stream request but preflight's (the body is left as sent)."""
+
+    def change(body: dict) -> None:
+        message = body.get("message")
+        if isinstance(message, str) and not message.startswith("Preflight"):
+            _IN_CHECK.set(True)
+
+    edit_request_body(r"/stream$", change)
+
+
+def _llm_down() -> None:
+    """The checks' turns reach no model: the LLM's address refuses connections, so each turn is an `error`."""
+    from dataclasses import replace
+
+    from reference_server.agent.llm_factory import ChatModelFactory
+
+    original = ChatModelFactory.build
+
+    def build(self, settings):
+        if _IN_CHECK.get():
+            settings = replace(settings, base_url="http://127.0.0.1:9/v1")  # the discard port: nothing listens
+        return original(self, settings)
+
+    ChatModelFactory.build = build
+    _mark_check_turns()
+
+
+def _tool_turns_fail() -> None:
+    """From the first tool event on, the turn is an `error` then `done` (as a server that lacks the tool may do)."""
+    from reference_server.agent.turn import Turn
+
+    original = Turn.stream
+
+    async def stream(self):
+        cut = False
+        async for batch in original(self):
+            if cut:
+                continue  # the rest of the turn is never sent
+            if not _IN_CHECK.get():
+                yield batch
+                continue
+            kept = []
+            for event in batch:
+                if event["type"] in ("tool_call", "tool_start", "tool_end"):
+                    kept += [
+                        {"type": "error", "error": "the tool is not available", "session_id": self.session_id},
+                        {"type": "done", "session_id": self.session_id},
+                    ]
+                    cut = True
+                    break
+                kept.append(event)
+            if kept:
+                yield kept
+
+    Turn.stream = stream
+    _mark_check_turns()
+
+
+def _slow_tool_quick() -> None:
+    """The wait tool waits the first time it runs (preflight's turn measures it slow), then returns at once."""
+    import asyncio
+
+    import reference_server.agent.tools as tools
+
+    calls: list[float] = []
+
+    class QuickAsyncio:
+        def __getattr__(self, name):
+            return getattr(asyncio, name)
+
+        @staticmethod
+        async def sleep(seconds, *args, **kwargs):
+            calls.append(seconds)
+            return await asyncio.sleep(seconds if len(calls) == 1 else 0, *args, **kwargs)
+
+    tools.asyncio = QuickAsyncio()
+
+
+def _stream_in_one_piece() -> None:
+    """The server holds every event of a check's turn and sends them all when the turn has ended."""
+    from reference_server.agent.turn import Turn
+
+    original = Turn.stream
+
+    async def stream(self):
+        if not _IN_CHECK.get():
+            async for batch in original(self):
+                yield batch
+            return
+        held = []
+        async for batch in original(self):
+            held += [e for e in batch if e["type"] != "heartbeat"]
+        yield held
+
+    Turn.stream = stream
+    _mark_check_turns()
+
+
+PREVENTERS = {
+    preventer.name: preventer
+    for preventer in (
+        Preventer("llm-down-after-preflight", "no turn of a check is served: the model answers an error", _llm_down),
+        Preventer(
+            "tool-turns-fail-after-preflight",
+            "no tool runs in a check's turn: a tool call ends the turn in an error",
+            _tool_turns_fail,
+        ),
+        Preventer(
+            "slow-tool-quick-after-preflight",
+            "the slow tool returns at once in a check's turn, so nothing can land while it runs",
+            _slow_tool_quick,
+        ),
+        Preventer(
+            "stream-in-one-piece-after-preflight",
+            "a check's turn is sent in one piece when it has ended, so no disconnect or race lands mid-turn",
+            _stream_in_one_piece,
+        ),
+    )
+}

@@ -1,0 +1,44 @@
+"""No requirement PASSes on a scenario that did not happen: for each check, a variant of the reference server on
+which its scenario cannot happen (the model down, tools failing, a slow tool that does not wait, a stream sent
+whole), and the check must say NOT TESTABLE, with the reason, for every requirement it judges (or FAIL the one
+rule the variant really breaks). Checks whose scenario no server can prevent must judge as on a sound server."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import load_all
+from conformance.findings import Outcome, combine
+
+from .runs import preventer_runs
+from .scenario_missing import SCENARIO_MISSING
+from .scenario_preventers import PREVENTERS
+
+
+def test_every_check_says_how_its_scenario_can_be_missing():
+    assert set(SCENARIO_MISSING) == set(load_all())
+    for check_id, entry in SCENARIO_MISSING.items():
+        assert entry.preventer in PREVENTERS, check_id
+        assert bool(entry.always_happens) != bool(entry.blocked_by or entry.reason_has), check_id
+
+
+@pytest.mark.parametrize("check_id", sorted(SCENARIO_MISSING))
+def test_a_check_whose_scenario_did_not_happen_passes_nothing(check_id):
+    entry = SCENARIO_MISSING[check_id]
+    result = preventer_runs()[entry.preventer]
+    assert result.harness_error is None, result.harness_error
+    (check_run,) = [r for r in result.checks if r.id == check_id]
+    # The check's own conclusion (another check of the same run may judge the same requirement otherwise).
+    for requirement in check_run.requirements:
+        own = [f for f in check_run.all_findings if f.requirement == requirement]
+        shown = [f"{f.outcome}: {f.message[:200]}" for f in own]
+        outcome = combine(own)
+        if requirement in entry.fails:
+            assert outcome == Outcome.FAILED, (requirement, shown)
+        elif entry.always_happens:
+            assert outcome == Outcome.PASSED, (requirement, shown)
+        else:
+            assert outcome == Outcome.NOT_TESTABLE, (requirement, shown)
+            reasons = " ".join(f.message for f in own if f.outcome == Outcome.NOT_TESTABLE)
+            wanted = f"blocked by {entry.blocked_by}" if entry.blocked_by else entry.reason_has
+            assert wanted in reasons, (requirement, shown)
