@@ -34,6 +34,7 @@ class StreamResult:
     frame_violations: list[Violation]
     rule_violations: list[Violation]
     completed: bool  # the server closed the stream (not cut by the suite or a deadline)
+    opened: float = 0.0  # seconds from sending the request to the response's headers (the stream's start)
 
     @property
     def status(self) -> int | None:
@@ -186,10 +187,12 @@ class ChatClient:
         chunks: list[str] = []
         arrivals: list[float] = []
         completed = False
+        opened = 0.0
         started = time.monotonic()
         try:
             async with asyncio.timeout(deadline):
                 async with self.env.client.stream("POST", url, content=raw, headers=headers) as response:
+                    opened = time.monotonic() - started
                     exchange.status = response.status_code
                     exchange.content_type = response.headers.get("content-type")
                     exchange.headers = {k: v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
@@ -205,7 +208,7 @@ class ChatClient:
         text = "".join(chunks)
         if exchange.status != 200 or not chunks:
             self._observe(exchange, "streamChat")
-            return StreamResult(exchange, [], arrivals, [], [], completed)
+            return StreamResult(exchange, [], arrivals, [], [], completed, opened)
         parsed = parse_stream(text if completed else text[: text.rfind("\n\n") + 2])
         exchange.events = parsed.events
         self._observe_events(exchange)
@@ -215,7 +218,7 @@ class ChatClient:
         objects = [i for i, event in enumerate(parsed.events) if isinstance(event, dict)]
         events = [parsed.events[i] for i in objects]
         times = [arrivals[i] for i in objects if i < len(arrivals)]
-        return StreamResult(exchange, events, times, parsed.violations, rules, completed)
+        return StreamResult(exchange, events, times, parsed.violations, rules, completed, opened)
 
 
 async def _read_frames(

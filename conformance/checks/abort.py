@@ -23,11 +23,11 @@ from .support import (
     scenario_or,
     script_text,
     served,
-    settled_stats_problems,
     setup_turn,
     unless_blocked,
     wait_for,
 )
+from .support_stats import settled_stats_problems
 
 ABORT_WITHIN = 5.0  # seconds (ABORT-002)
 

@@ -12,6 +12,7 @@ from ..client import StreamResult
 from ..context import CheckContext
 from . import check
 from .support import (
+    completed_turn,
     describe,
     error_code,
     generation_started,
@@ -22,6 +23,7 @@ from .support import (
     script_text,
     served,
     timed,
+    unless_blocked,
     wait_for,
 )
 
@@ -176,4 +178,94 @@ async def parallel_sessions(ctx: CheckContext) -> None:
         f"{1.6 * alone:.2f} s (1.6 x alone) if the turns run concurrently",
         results[0][0].exchange,
         results[1][0].exchange,
+    )
+
+
+@check("concurrency.busy_new_session", slow=True)
+async def busy_new_session(ctx: CheckContext) -> None:
+    """The race on a session that does not exist yet: two first turns under one new client id, sent at the same
+    moment. The busy check must cover the session's creation too: one request makes the session and runs, the
+    other is answered 409 session_busy, and the history holds the one turn."""
+    session = ctx.session_id("new")
+    racing = [
+        _Request(label, "cs-slow", ctx.message("cs-slow", text, run=f"{ctx.run}-{label}"), f"{ctx.run}-{label}")
+        for label, text in (("new-1", "First of two on a new session"), ("new-2", "Second of two on a new session"))
+    ]
+
+    async def send(item: _Request) -> None:
+        item.result, item.answered_at = await timed(ctx.client.stream({"message": item.message, "session_id": session}))
+
+    await asyncio.gather(*(send(item) for item in racing))
+    results = [item.result for item in racing]
+    accepted = [item for item in racing if item.result.status == 200]
+    refused = [item for item in racing if item.result.status != 200]
+    if not accepted:
+        ctx.findings.expect(
+            "CONCURRENCY-001",
+            False,
+            f"two first turns of one new session sent at the same moment were both refused: answered "
+            f"{got(results[0].exchange)} and {got(results[1].exchange)}; expected one stream and one 409",
+            *(result.exchange for result in results),
+        )
+        ctx.findings.passed("PRECHECK-001", message="both racing requests were refused by their HTTP status")
+        ctx.findings.not_testable("CONCURRENCY-002", "no turn of the race was served")
+        return
+    if len(accepted) == 1:
+        # One stream: the race happened only if that turn really ran (else the refusal proves nothing).
+        await require_served(
+            ctx,
+            served(ctx, accepted[0].result, "cs-slow"),
+            accepted[0].result,
+            "CONCURRENCY-001",
+            f"the first turn of a new session was not served: {describe(accepted[0].result)}",
+        )
+        exchange = refused[0].result.exchange
+        ctx.findings.passed("PRECHECK-001", exchange, message="the racing request was refused by its HTTP status")
+        ok = exchange.status == 409 and error_code(exchange) == "session_busy"
+        ctx.findings.expect(
+            "CONCURRENCY-001",
+            ok,
+            f"the second of two first turns of one new session, sent at the same moment: answered {got(exchange)}; "
+            "expected 409 with code session_busy",
+            exchange,
+        )
+        if ok:
+            ctx.findings.expect(
+                "CONCURRENCY-001",
+                refused[0].answered_at < accepted[0].answered_at,
+                "the 409 came after the running turn ended; it must be answered while the turn runs",
+                exchange,
+            )
+    else:
+        # Both streamed: refused inside the stream (PRECHECK-001's business), or two turns of one session ran
+        # together, which is the rule's failure only where both really made an LLM request.
+        for item in accepted:  # a turn the server cannot serve at all is no race
+            await unless_blocked(ctx, item.result, item.script)
+        generated = [item for item in accepted if await ctx.llm.requests(item.run)]
+        if len(generated) < 2:
+            ctx.findings.expect(
+                "PRECHECK-001",
+                not any(refused_in_stream(item.result.events) for item in accepted),
+                "one of two first turns of one new session was refused inside a 200 stream: "
+                f"{[item.result.types for item in accepted]}",
+                *(item.result.exchange for item in accepted),
+            )
+        else:
+            ctx.findings.not_testable("PRECHECK-001", "no request of the race was refused: both turns ran")
+            ctx.findings.expect(
+                "CONCURRENCY-001",
+                False,
+                "two first turns of one new session, sent at the same moment, both ran (each made an LLM request); "
+                "expected one stream and one 409 session_busy",
+                *(item.result.exchange for item in accepted),
+            )
+    # CONCURRENCY-002: the history is the served turns, whole, and nothing of a refused one.
+    ran = [item for item in accepted if completed_turn(item.result) and await ctx.llm.requests(item.run)]
+    expected = sorted((item.message, script_text(ctx, item.script)) for item in ran)
+    turns = _turn_texts((await history(ctx, session, "HISTORY-001"))["messages"])
+    ctx.findings.expect(
+        "CONCURRENCY-002",
+        sorted(turns) == expected,
+        f"the new session's history holds the turns {turns!r}; expected each served turn whole and nothing of the "
+        f"refused request: {expected!r}",
     )

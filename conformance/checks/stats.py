@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..context import CheckContext
 from ..errors import NotTestable
 from . import check
-from .support import history, scenario_or, settled_stats_problems, stats_problems, turn
+from .support import history, scenario_or, turn
+from .support_stats import settled_stats_problems, stats_problems
 
 
 async def _judge_stats(ctx: CheckContext, session_id: str, requirements: list[str], *, what: str) -> None:

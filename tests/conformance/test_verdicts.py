@@ -12,7 +12,7 @@ import spec
 from conformance.checks import CheckSpec
 from conformance.engine import run_check
 from conformance.errors import BlockedBy, NotTestable
-from conformance.findings import Finding, Outcome, Verdict, judge, run_passes
+from conformance.findings import Finding, Outcome, Verdict, combine, judge, run_passes
 
 
 def record(level="MUST", capability=None, rid="X-001", **extra):
@@ -198,12 +198,22 @@ def test_one_failing_verdict_fails_the_whole_run():
 
 
 def run_one(function, requirements=("A-1", "A-2")):
-    no_server = SimpleNamespace(scripts={})  # the checks here make no request
+    no_server = SimpleNamespace(scripts={}, controller=None)  # the checks here make no request, nor a project
     return asyncio.run(run_check(CheckSpec("x.check", function, tuple(requirements)), no_server))
 
 
 def outcomes(check_run):
     return {f.requirement: (f.outcome, f.message) for f in check_run.findings}
+
+
+def combined(check_run):
+    """Per requirement, the outcome of all its findings together and the message of the first that is no pass."""
+    result = {}
+    for requirement in {f.requirement for f in check_run.findings}:
+        mine = [f for f in check_run.findings if f.requirement == requirement]
+        outcome = combine(mine)
+        result[requirement] = (outcome, next((f.message for f in mine if f.outcome == outcome), mine[0].message))
+    return result
 
 
 def test_a_check_that_judges_everything():
@@ -239,8 +249,9 @@ def test_not_testable_raised_makes_the_unjudged_requirements_not_testable():
         ctx.findings.passed("A-1")
         raise NotTestable("the target declares no slow tool")
 
-    assert outcomes(run_one(check)) == {
-        "A-1": (Outcome.PASSED, "ok"),
+    # A-1 was judged in one state only: the check stopped before the others, so it is no PASS either.
+    assert combined(run_one(check)) == {
+        "A-1": (Outcome.NOT_TESTABLE, "judged only in part: the target declares no slow tool"),
         "A-2": (Outcome.NOT_TESTABLE, "the target declares no slow tool"),
     }
 
@@ -250,8 +261,8 @@ def test_a_crashing_check_is_a_harness_error_of_what_it_did_not_judge():
         ctx.findings.passed("A-1")
         raise KeyError("oops")
 
-    found_ = outcomes(run_one(check))
-    assert found_["A-1"] == (Outcome.PASSED, "ok")
+    found_ = combined(run_one(check))
+    assert found_["A-1"][0] == Outcome.HARNESS_ERROR and found_["A-1"][1].startswith("judged only in part: harness")
     assert found_["A-2"][0] == Outcome.HARNESS_ERROR and "KeyError" in found_["A-2"][1]
 
 
@@ -299,10 +310,8 @@ def test_a_failed_set_up_step_blames_nothing_and_blocks_the_rest():
         ctx.findings.passed("A-1")
         raise BlockedBy("TESTABILITY-001", "a plain turn the check needs first was not served normally")
 
-    found_ = outcomes(run_one(check))
-    assert found_["A-1"] == (Outcome.PASSED, "ok")
-    assert found_["A-2"] == (
-        Outcome.NOT_TESTABLE,
-        "blocked by TESTABILITY-001: a plain turn the check needs first was not served normally",
-    )
+    found_ = combined(run_one(check))
+    reason = "blocked by TESTABILITY-001: a plain turn the check needs first was not served normally"
+    assert found_["A-1"] == (Outcome.NOT_TESTABLE, f"judged only in part: {reason}")
+    assert found_["A-2"] == (Outcome.NOT_TESTABLE, reason)
     assert "TESTABILITY-001" not in found_  # judged by its own check, never failed from here

@@ -413,12 +413,30 @@ def _no_www_authenticate() -> None:
 
 
 @mutant(
-    "second-stream-accepted", "a second stream on a busy session is accepted", {"CONCURRENCY-001"}, {"CONCURRENCY-002"}
+    "second-stream-accepted",
+    "a second stream on a busy session is accepted",
+    {"CONCURRENCY-001"},
+    # no request is refused, so the refusal of a busy new session never happens (PRECHECK-001 NOT TESTABLE)
+    {"CONCURRENCY-002", "PRECHECK-001"},
 )
 def _second_stream_accepted() -> None:
     from reference_server.agent.service import AgentService
 
     AgentService.is_busy = lambda self, session_id: False
+    _create_once()
+
+
+def _create_once() -> None:
+    """Two racing first turns then both find or make the one session row (no constraint error, no 500): the
+    mutant breaks the busy rule alone."""
+    from reference_server.agent.sessions_repo import ChatSessionsRepository
+
+    create = ChatSessionsRepository.create
+
+    async def create_once(self, thread_id, user_id, metadata=None):
+        return await self.get(thread_id) or await create(self, thread_id, user_id, metadata)
+
+    ChatSessionsRepository.create = create_once
 
 
 # --- the database ----------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "abort.idle_session": _blocked(),
     # The race needs a turn running in its silence; no turn runs with the model down.
     "concurrency.busy": _blocked(),
+    "concurrency.busy_new_session": _blocked(),
     "concurrency.parallel_sessions": _blocked(),
     "content.matches_history": _blocked(),
     "database.contract": _blocked(),
