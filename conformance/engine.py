@@ -39,6 +39,7 @@ class CheckRun:
     observed: list[Finding] = field(default_factory=list)  # what its answers broke (CONTRACT-001, EVENT-001...)
     transient: list[str] = field(default_factory=list)  # the server's own errors it met (conformance.transient)
     rerun: CheckRun | None = None  # the second attempt, when transient errors made the suite run it again
+    loaded: CheckRun | None = None  # a timed check's first attempt, failed under the run's load (this one ran alone)
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -61,6 +62,15 @@ class RunResult:
     def transient(self) -> dict[str, list[str]]:
         """Check id -> the transient server errors it met (each such check was re-run once)."""
         return {run.id: run.transient for run in self.checks if run.transient}
+
+    @property
+    def judged_alone(self) -> dict[str, str]:
+        """Check id -> what its first attempt failed, for each timed check judged again with the server alone."""
+        return {
+            run.id: next(f.message for f in run.loaded.all_findings if f.outcome != Outcome.PASSED)
+            for run in self.checks
+            if run.loaded is not None
+        }
 
 
 @dataclass
@@ -238,6 +248,20 @@ async def _rerun_transient(
     await asyncio.gather(*(again(r) for r in suspect))
 
 
+async def _judge_timed_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment) -> None:
+    """Run again, one at a time with nothing else running, every timed check that did not pass (and met no
+    transient error: those are judged FLAKY or not by their re-run). Its duration rules are judged on that run."""
+    for index, first in enumerate(check_runs):
+        spec_ = specs[first.id]
+        if not spec_.timed or first.rerun is not None:
+            continue
+        if all(f.outcome == Outcome.PASSED for f in first.all_findings):
+            continue
+        alone = await run_check(spec_, env)
+        alone.loaded = first
+        check_runs[index] = alone
+
+
 def _findings_and_flaky(check_runs: list[CheckRun]) -> tuple[dict[str, list[Finding]], dict[str, str]]:
     """Every finding by requirement (first attempts), and the requirements whose outcome over the whole run
     differs when a re-run check's second attempt replaces its first: those are FLAKY, with why."""
@@ -332,8 +356,9 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
                         on_check_done(result, len(done), len(chosen))
                     return result
 
-                check_runs = await asyncio.gather(*(one(s) for s in chosen))
+                check_runs = list(await asyncio.gather(*(one(s) for s in chosen)))
                 await _rerun_transient(check_runs, {s.id: s for s in chosen}, prepared.env, semaphore)
+                await _judge_timed_alone(check_runs, {s.id: s for s in chosen}, prepared.env)
             finally:
                 for process in reversed(prepared.processes):
                     await asyncio.to_thread(process.stop, target.data.get("start", {}).get("stop_grace_seconds", 10))

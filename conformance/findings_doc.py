@@ -124,6 +124,15 @@ def render(data: dict[str, Any]) -> str:
             "",
         ]
         lines += [f"- `{check}`: {errors[0]}" for check, errors in sorted(transient.items())]
+    alone = data.get("judged_alone") or {}
+    if alone:
+        lines += [
+            "",
+            f"Timed checks (a duration the contract fixes) that did not pass while other checks loaded the server, "
+            f"judged again with the server to themselves; their verdicts come from that second run ({len(alone)}):",
+            "",
+        ]
+        lines += [f"- `{check}`: first attempt: {message}" for check, message in sorted(alone.items())]
     lines += ["", "## Requirements that could not be exercised", ""]
     if not untestable:
         lines += ["None.", ""]

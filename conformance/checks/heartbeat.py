@@ -7,7 +7,7 @@ from . import check
 from .support import require_turn
 
 
-@check("heartbeat.sent", slow=True)
+@check("heartbeat.sent", slow=True, timed=True)
 async def sent(ctx: CheckContext) -> None:
     interval = ctx.target.heartbeat_interval
     result = await ctx.client.stream({"message": ctx.message("cs-slow")})

@@ -119,6 +119,15 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
                 "otherwise the second time, so their verdicts are unreliable\n"
             )
         )
+    if data.get("judged_alone"):
+        alone = data["judged_alone"]
+        parts.append(
+            Text(
+                f"{len(alone)} timed check{'s' if len(alone) != 1 else ''} did not pass while other checks loaded the "
+                f"server and {'were' if len(alone) != 1 else 'was'} judged again with the server to "
+                f"{'themselves' if len(alone) != 1 else 'itself'} ({', '.join(sorted(alone))})\n"
+            )
+        )
     if data["counts"].get(Verdict.NOT_RUN):
         parts.append(
             Text(f"{data['counts'][Verdict.NOT_RUN]} requirements NOT RUN: their checks were not selected (--only)\n")

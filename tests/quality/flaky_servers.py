@@ -2,8 +2,10 @@
 stream request of `titles.once` 500 ("database is locked", as gns3-server's SQLite sometimes answers): the suite
 re-runs a check that met a server's own error and reports what flipped as FLAKY instead of blaming the
 requirement. The second fails every turn of `preconditions.token_required`, whose set-up turn then fails: the
-check blames nothing it was not judging, its rules are NOT TESTABLE, blocked by TESTABILITY-001. Applied like
-the mutants, by `python -m tests.quality.mutant_server NAME`."""
+check blames nothing it was not judging, its rules are NOT TESTABLE, blocked by TESTABILITY-001. The third sends
+the `done` of the first turn of `abort.running_turn` 6 s late, as a server busy with the suite's other checks
+might: that timed check is judged again with the server to itself, and passes. Applied like the mutants, by
+`python -m tests.quality.mutant_server NAME`."""
 
 from __future__ import annotations
 
@@ -60,6 +62,52 @@ def _fail_streams(mark: bytes, times: int) -> None:
     cli.create_app = create_app
 
 
+def _first_done_of_a_check_held(mark: bytes, seconds: float) -> Callable[[], None]:
+    return lambda: _hold_done(mark, seconds)
+
+
+def _hold_done(mark: bytes, seconds: float) -> None:
+    """The `done` frame of the first stream whose request body holds `mark` is sent `seconds` late."""
+    import asyncio
+
+    import reference_server.cli as cli
+
+    original = cli.create_app
+    held: list[bool] = []
+
+    def create_app(settings):
+        app = original(settings)
+
+        async def late_done(scope, receive, send):
+            if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/stream"):
+                return await app(scope, receive, send)
+            received, body, more = [], b"", True
+            while more:
+                message = await receive()
+                received.append(message)
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+            chosen = mark in body and not held
+            if chosen:
+                held.append(True)
+
+            async def send_late(message):
+                if chosen and message["type"] == "http.response.body" and b'"done"' in message.get("body", b""):
+                    await asyncio.sleep(seconds)
+                await send(message)
+
+            replay = iter(received)
+
+            async def receive_again():
+                return next(replay, None) or await receive()
+
+            await app(scope, receive_again, send_late)
+
+        return late_done
+
+    cli.create_app = create_app
+
+
 FLAKY_SERVERS = {
     server.name: server
     for server in (
@@ -72,6 +120,11 @@ FLAKY_SERVERS = {
             "set-up-turns-of-token-required-500",
             "every stream request of the check preconditions.token_required answers 500 (its set-up turn fails)",
             _streams_of_a_check_fail(b"preconditions-token_required", 1000),
+        ),
+        FlakyServer(
+            "first-done-of-abort-running_turn-late",
+            "the `done` of the first turn of the check abort.running_turn (the aborted one) is sent 6 s late",
+            _first_done_of_a_check_held(b"abort-running_turn", 6.0),
         ),
     )
 }

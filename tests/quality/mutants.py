@@ -427,14 +427,18 @@ def _second_stream_accepted() -> None:
 
 
 def _create_once() -> None:
-    """Two racing first turns then both find or make the one session row (no constraint error, no 500): the
-    mutant breaks the busy rule alone."""
+    """Two racing first turns then both find or make the one session row, one after the other (no constraint
+    error, no 500): the mutant breaks the busy rule alone."""
+    import asyncio
+
     from reference_server.agent.sessions_repo import ChatSessionsRepository
 
     create = ChatSessionsRepository.create
+    one_at_a_time = asyncio.Lock()
 
     async def create_once(self, thread_id, user_id, metadata=None):
-        return await self.get(thread_id) or await create(self, thread_id, user_id, metadata)
+        async with one_at_a_time:
+            return await self.get(thread_id) or await create(self, thread_id, user_id, metadata)
 
     ChatSessionsRepository.create = create_once
 

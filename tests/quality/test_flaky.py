@@ -1,5 +1,6 @@
 """A requirement whose verdict flips when a check that met a transient server error runs again is FLAKY, in
-every report format, with the server's error text: never a plain FAIL (nor a PASS) of the requirement."""
+every report format, with the server's error text: never a plain FAIL (nor a PASS) of the requirement. A timed
+check that fails under load is judged again with the server to itself."""
 
 from __future__ import annotations
 
@@ -38,3 +39,16 @@ def test_a_failed_set_up_turn_blocks_the_check_instead_of_failing_its_rules():
     for rid in ("AUTH-001", "AUTH-002", "PRECHECK-001"):
         assert verdicts[rid].verdict == Verdict.NOT_TESTABLE, (rid, verdicts[rid].verdict)
         assert any("blocked by TESTABILITY-001" in f.message for f in verdicts[rid].findings), rid
+
+
+def test_a_timed_check_failed_under_load_is_judged_again_alone():
+    result = asyncio.run(run(mutant_target("first-done-of-abort-running_turn-late"), only=["abort.running_turn"]))
+    assert result.harness_error is None, result.harness_error
+    verdicts = {v.id: v.verdict for v in result.verdicts}
+    assert verdicts["ABORT-002"] == Verdict.PASS, verdicts
+    assert "after the abort request; expected `done` within 5 s" in result.judged_alone["abort.running_turn"]
+    assert result.passed
+    data = report_data(result)
+    assert list(data["judged_alone"]) == ["abort.running_turn"]
+    text = summary_text(data)
+    assert "1 timed check did not pass while other checks loaded the server and was judged again" in text
