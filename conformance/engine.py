@@ -40,6 +40,7 @@ class CheckRun:
     transient: list[str] = field(default_factory=list)  # the server's own errors it met (conformance.transient)
     rerun: CheckRun | None = None  # the second attempt, when transient errors made the suite run it again
     loaded: CheckRun | None = None  # a timed check's first attempt, failed under the run's load (this one ran alone)
+    timed: tuple[str, ...] = ()  # its requirements judged by a duration (CheckSpec.timed)
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -67,7 +68,9 @@ class RunResult:
     def judged_alone(self) -> dict[str, str]:
         """Check id -> what its first attempt failed, for each timed check judged again with the server alone."""
         return {
-            run.id: next(f.message for f in run.loaded.all_findings if f.outcome != Outcome.PASSED)
+            run.id: next(
+                f.message for f in run.loaded.all_findings if f.outcome != Outcome.PASSED and f.requirement in run.timed
+            )
             for run in self.checks
             if run.loaded is not None
         }
@@ -249,16 +252,16 @@ async def _rerun_transient(
 
 
 async def _judge_timed_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment) -> None:
-    """Run again, one at a time with nothing else running, every timed check that did not pass (and met no
-    transient error: those are judged FLAKY or not by their re-run). Its duration rules are judged on that run."""
+    """Run again, one at a time with nothing else running, every check whose duration rules did not pass (unless
+    it met transient errors: those are judged FLAKY or not by their re-run). The check is judged on that run."""
     for index, first in enumerate(check_runs):
         spec_ = specs[first.id]
-        if not spec_.timed or first.rerun is not None:
+        if first.rerun is not None:
             continue
-        if all(f.outcome == Outcome.PASSED for f in first.all_findings):
+        if all(f.outcome == Outcome.PASSED for f in first.all_findings if f.requirement in spec_.timed):
             continue
         alone = await run_check(spec_, env)
-        alone.loaded = first
+        alone.loaded, alone.timed = first, spec_.timed
         check_runs[index] = alone
 
 

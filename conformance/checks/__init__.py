@@ -52,9 +52,10 @@ class CheckSpec:
     function: CheckFunction
     requirements: tuple[str, ...]
     slow: bool = False  # waits on purpose (heartbeats, slow scripts): started first
-    # Judges a duration the contract fixes (abort within 5 s, heartbeat gaps): a failure met while other checks
-    # loaded the server is the suite's doing as much as the server's, so it is judged again with the server alone.
-    timed: bool = False
+    # The requirements it judges by a duration the contract fixes (abort within 5 s, heartbeat gaps): their
+    # failure while other checks loaded the server is the suite's doing as much as the server's, so the check is
+    # judged again with the server to itself.
+    timed: tuple[str, ...] = ()
 
     @property
     def area(self) -> str:
@@ -79,13 +80,17 @@ def area_of(requirement_id: str) -> str:
     return AREAS[record["section"]]
 
 
-def check(check_id: str, *, slow: bool = False, timed: bool = False) -> Callable[[CheckFunction], CheckFunction]:
+def check(
+    check_id: str, *, slow: bool = False, timed: tuple[str, ...] = ()
+) -> Callable[[CheckFunction], CheckFunction]:
     def register(function: CheckFunction) -> CheckFunction:
         requirements = requirements_of_checks().get(check_id)
         if requirements is None:
             raise LookupError(f"check {check_id!r} is named by no requirement of spec/requirements.yaml")
         if check_id in REGISTRY:
             raise LookupError(f"check {check_id!r} is defined twice")
+        if not set(timed) <= set(requirements):
+            raise LookupError(f"check {check_id!r}: timed requirements {timed} are not among those it judges")
         REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed)
         return function
 

@@ -53,7 +53,7 @@ def _judge_answer(ctx: CheckContext, exchange: Exchange, requirement: str, abort
         )
 
 
-@check("abort.running_turn", slow=True, timed=True)
+@check("abort.running_turn", slow=True, timed=("ABORT-002",))
 async def running_turn(ctx: CheckContext) -> None:
     require_capability(ctx, "abort")
     scenario = scenario_or(ctx, "cs-slow-tool", "cs-slow")

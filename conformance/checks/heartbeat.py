@@ -7,7 +7,7 @@ from . import check
 from .support import require_turn
 
 
-@check("heartbeat.sent", slow=True, timed=True)
+@check("heartbeat.sent", slow=True, timed=("HEARTBEAT-001", "HEARTBEAT-003"))
 async def sent(ctx: CheckContext) -> None:
     interval = ctx.target.heartbeat_interval
     result = await ctx.client.stream({"message": ctx.message("cs-slow")})
