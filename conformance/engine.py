@@ -39,8 +39,8 @@ class CheckRun:
     observed: list[Finding] = field(default_factory=list)  # what its answers broke (CONTRACT-001, EVENT-001...)
     transient: list[str] = field(default_factory=list)  # the server's own errors it met (conformance.transient)
     rerun: CheckRun | None = None  # the second attempt, when transient errors made the suite run it again
-    loaded: CheckRun | None = None  # a timed check's first attempt, failed under the run's load (this one ran alone)
-    timed: tuple[str, ...] = ()  # its requirements judged by a duration (CheckSpec.timed)
+    # For a timed check run again alone: what its first attempt, under the run's load, failed (CheckSpec.timed).
+    failed_under_load: str | None = None
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -67,13 +67,7 @@ class RunResult:
     @property
     def judged_alone(self) -> dict[str, str]:
         """Check id -> what its first attempt failed, for each timed check judged again with the server alone."""
-        return {
-            run.id: next(
-                f.message for f in run.loaded.all_findings if f.outcome != Outcome.PASSED and f.requirement in run.timed
-            )
-            for run in self.checks
-            if run.loaded is not None
-        }
+        return {run.id: run.failed_under_load for run in self.checks if run.failed_under_load is not None}
 
 
 @dataclass
@@ -258,10 +252,11 @@ async def _judge_timed_alone(check_runs: list[CheckRun], specs: dict[str, CheckS
         spec_ = specs[first.id]
         if first.rerun is not None:
             continue
-        if all(f.outcome == Outcome.PASSED for f in first.all_findings if f.requirement in spec_.timed):
+        failed = [f.message for f in first.all_findings if f.requirement in spec_.timed and f.outcome != Outcome.PASSED]
+        if not failed:
             continue
         alone = await run_check(spec_, env)
-        alone.loaded, alone.timed = first, spec_.timed
+        alone.failed_under_load = failed[0]
         check_runs[index] = alone
 
 

@@ -49,6 +49,19 @@ class _Request:
     answered_at: float = 0.0  # monotonic time the answer (or the stream) ended
 
 
+async def _judge_history_turns(ctx: CheckContext, session: str, served_turns: list[_Request]) -> None:
+    """CONCURRENCY-002: the session's history is the served turns, each one's messages together, and nothing of
+    a refused request."""
+    expected = sorted((item.message, script_text(ctx, item.script)) for item in served_turns)
+    turns = _turn_texts((await history(ctx, session, "HISTORY-001"))["messages"])
+    ctx.findings.expect(
+        "CONCURRENCY-002",
+        sorted(turns) == expected,
+        f"the history's turns (user text, assistant text) are {turns!r}; expected each served turn's messages "
+        f"together and nothing of the refused requests: {expected!r}",
+    )
+
+
 @check("concurrency.busy", slow=True)
 async def busy(ctx: CheckContext) -> None:
     session = ctx.session_id()
@@ -137,18 +150,12 @@ async def busy(ctx: CheckContext) -> None:
 
     # CONCURRENCY-002: every served turn's messages together in the history, in one piece each.
     sent = [first, *racing, late, last]
-    expected = sorted(
-        (item.message, script_text(ctx, item.script))
+    served_turns = [
+        item
         for item in sent
         if item.result is not None and item.result.status == 200 and item.label not in refused_inside
-    )
-    turns = _turn_texts((await history(ctx, session, "HISTORY-001"))["messages"])
-    ctx.findings.expect(
-        "CONCURRENCY-002",
-        sorted(turns) == expected,
-        f"the history's turns (user text, assistant text) are {turns!r}; expected each served turn's messages "
-        f"together and nothing of the refused requests: {expected!r}",
-    )
+    ]
+    await _judge_history_turns(ctx, session, served_turns)
 
 
 @check("concurrency.parallel_sessions", slow=True)
@@ -285,12 +292,5 @@ async def _race_on_a_new_session(ctx: CheckContext, attempt: int) -> tuple[bool,
             )
     # CONCURRENCY-002: the history is the served turns, whole, and nothing of a refused one.
     ran = [item for item in accepted if completed_turn(item.result) and await ctx.llm.requests(item.run)]
-    expected = sorted((item.message, script_text(ctx, item.script)) for item in ran)
-    turns = _turn_texts((await history(ctx, session, "HISTORY-001"))["messages"])
-    ctx.findings.expect(
-        "CONCURRENCY-002",
-        sorted(turns) == expected,
-        f"the new session's history holds the turns {turns!r}; expected each served turn whole and nothing of the "
-        f"refused request: {expected!r}",
-    )
+    await _judge_history_turns(ctx, session, ran)
     return outcome

@@ -112,21 +112,21 @@ SERVED_TOOL_TURN = "TESTABILITY-003"
 CREATED_WITH_ID = "SESSION-002"  # a set-up turn names its session: a new session under a client id
 
 
-async def blocker(ctx: CheckContext, script: str | None, requirement: str) -> tuple[str, str] | None:
-    """Why a turn of `script` that was not served is not `requirement`'s failure: the first control turn (a plain
-    one, then a tool one for a tool script) that a fresh session of the main user is not served either, as
-    (rule, evidence). None when the controls are served: the failure is the scenario's own."""
+async def raise_if_blocked(ctx: CheckContext, script: str | None, requirement: str, why: str) -> None:
+    """A turn of `script` was not served (`why`); when a more basic control turn (a plain one, then a tool one for
+    a tool script) in a fresh session of the main user is not served either, it is not `requirement`'s failure:
+    the check is blocked by that control's rule (BlockedBy). Returns when the controls are served: the failure is
+    the scenario's own."""
     controls = [("cs-plain", SERVED_TURN)]
     if script in ctx.env.scripts and any(step.get("tool_calls") for step in ctx.env.scripts[script]["steps"]):
         controls.append(("cs-tool", SERVED_TOOL_TURN))
     for control, rule in controls:
         if rule == requirement:  # the basic turn is this check's own subject: it fails, it is not blocked
-            return None
+            return
         result = await ctx.client.stream({"message": ctx.message(control, "Control turn")})
         # Only whether a turn runs at all: its content and events are what the checks judge, never a blocker.
         if not completed_turn(result):
-            return rule, f"a {control} turn in a new session is not served either: {describe(result)}"
-    return None
+            raise BlockedBy(rule, f"{why}; a {control} turn in a new session is not served either: {describe(result)}")
 
 
 def as_scripted(ctx: CheckContext, result: StreamResult, script: str) -> bool:
@@ -141,9 +141,7 @@ async def unless_blocked(ctx: CheckContext, result: StreamResult, script: str) -
     """A turn whose stream a check judges whatever it holds: when it did not go as scripted and a more basic
     turn is not served either, the scenario did not happen and the check is blocked (BlockedBy)."""
     if not as_scripted(ctx, result, script):
-        found = await blocker(ctx, script, "")
-        if found is not None:
-            raise BlockedBy(found[0], f"the {script} turn did not go as scripted ({describe(result)}); {found[1]}")
+        await raise_if_blocked(ctx, script, "", f"the {script} turn did not go as scripted ({describe(result)})")
 
 
 async def require_served(
@@ -153,9 +151,7 @@ async def require_served(
     fails `requirement` unless a more basic turn fails too: then the check is blocked by that rule (BlockedBy).
     `stop` stops the check on a failure (require), else it goes on (expect)."""
     if not ok:
-        found = await blocker(ctx, script_named_in(result.exchange.request_body), requirement)
-        if found is not None:
-            raise BlockedBy(found[0], f"{message}; {found[1]}")
+        await raise_if_blocked(ctx, script_named_in(result.exchange.request_body), requirement, message)
     if stop:
         ctx.findings.require(ok, requirement, message, result.exchange)
     else:
@@ -201,9 +197,7 @@ async def setup_turn(ctx: CheckContext, session_id: str) -> StreamResult:
     result = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session_id})
     if not served(ctx, result):
         why = f"a plain turn the check needs first was not served normally: {describe(result)}"
-        found = await blocker(ctx, "cs-plain", CREATED_WITH_ID)
-        if found is not None:
-            raise BlockedBy(found[0], f"{why}; {found[1]}")
+        await raise_if_blocked(ctx, "cs-plain", CREATED_WITH_ID, why)
         # Plain turns are served in new sessions: what failed is creating the session under the check's id.
         ctx.findings.require(CREATED_WITH_ID not in ctx.findings.requirements, CREATED_WITH_ID, why, result.exchange)
         raise BlockedBy(CREATED_WITH_ID, f"{why}, although plain turns are served in new sessions")

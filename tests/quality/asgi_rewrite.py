@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 # change(status, body, path) -> (status, body); body is the parsed JSON, or the raw bytes when it is not JSON.
@@ -92,5 +92,39 @@ def edit_request_body(path: str, change: Callable[[dict[str, Any]], dict[str, An
             await app(scope, replay, send)
 
         return editing
+
+    cli.create_app = create_app
+
+
+# handle(app, scope, body, receive, send): a stream request with its body read whole; `receive` replays it.
+StreamHandler = Callable[[Any, dict[str, Any], bytes, Any, Any], Awaitable[None]]
+
+
+def on_stream_requests(handle: StreamHandler) -> None:
+    """Hand every POST .../stream request to `handle`, its body read whole first (a check's run tag is in it)."""
+    import reference_server.cli as cli
+
+    original = cli.create_app
+
+    def create_app(settings):
+        app = original(settings)
+
+        async def reading(scope, receive, send):
+            if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/stream"):
+                return await app(scope, receive, send)
+            received, body, more = [], b"", True
+            while more:
+                message = await receive()
+                received.append(message)
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+            replay = iter(received)
+
+            async def receive_again():
+                return next(replay, None) or await receive()
+
+            await handle(app, scope, body, receive_again, send)
+
+        return reading
 
     cli.create_app = create_app

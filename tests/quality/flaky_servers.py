@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .asgi_rewrite import on_stream_requests
+
 
 @dataclass(frozen=True)
 class FlakyServer:
@@ -26,40 +28,19 @@ def _streams_of_a_check_fail(mark: bytes, times: int) -> Callable[[], None]:
 
 
 def _fail_streams(mark: bytes, times: int) -> None:
-    import reference_server.cli as cli
-
-    original = cli.create_app
     failed: list[bool] = []
 
-    def create_app(settings):
-        app = original(settings)
+    async def flaky(app, scope, body, receive, send):
+        if mark in body and len(failed) < times:
+            failed.append(True)
+            text = b"database is locked"
+            headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
+            await send({"type": "http.response.start", "status": 500, "headers": headers})
+            await send({"type": "http.response.body", "body": text})
+            return
+        await app(scope, receive, send)
 
-        async def flaky(scope, receive, send):
-            if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/stream"):
-                return await app(scope, receive, send)
-            received, body, more = [], b"", True
-            while more:
-                message = await receive()
-                received.append(message)
-                body += message.get("body", b"")
-                more = message.get("more_body", False)
-            if mark in body and len(failed) < times:
-                failed.append(True)
-                text = b"database is locked"
-                headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
-                await send({"type": "http.response.start", "status": 500, "headers": headers})
-                await send({"type": "http.response.body", "body": text})
-                return
-            replay = iter(received)
-
-            async def receive_again():
-                return next(replay, None) or await receive()
-
-            await app(scope, receive_again, send)
-
-        return flaky
-
-    cli.create_app = create_app
+    on_stream_requests(flaky)
 
 
 def _first_done_of_a_check_held(mark: bytes, seconds: float) -> Callable[[], None]:
@@ -70,42 +51,21 @@ def _hold_done(mark: bytes, seconds: float) -> None:
     """The `done` frame of the first stream whose request body holds `mark` is sent `seconds` late."""
     import asyncio
 
-    import reference_server.cli as cli
-
-    original = cli.create_app
     held: list[bool] = []
 
-    def create_app(settings):
-        app = original(settings)
+    async def late_done(app, scope, body, receive, send):
+        if mark not in body or held:
+            return await app(scope, receive, send)
+        held.append(True)
 
-        async def late_done(scope, receive, send):
-            if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/stream"):
-                return await app(scope, receive, send)
-            received, body, more = [], b"", True
-            while more:
-                message = await receive()
-                received.append(message)
-                body += message.get("body", b"")
-                more = message.get("more_body", False)
-            chosen = mark in body and not held
-            if chosen:
-                held.append(True)
+        async def send_late(message):
+            if message["type"] == "http.response.body" and b'"done"' in message.get("body", b""):
+                await asyncio.sleep(seconds)
+            await send(message)
 
-            async def send_late(message):
-                if chosen and message["type"] == "http.response.body" and b'"done"' in message.get("body", b""):
-                    await asyncio.sleep(seconds)
-                await send(message)
+        await app(scope, receive, send_late)
 
-            replay = iter(received)
-
-            async def receive_again():
-                return next(replay, None) or await receive()
-
-            await app(scope, receive_again, send_late)
-
-        return late_done
-
-    cli.create_app = create_app
+    on_stream_requests(late_done)
 
 
 FLAKY_SERVERS = {
