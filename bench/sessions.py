@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-import spec
+import gns3_copilot_spec as spec
 from reference_server.agent.service import database_path
 from reference_server.agent.sessions_repo import LISTING_INDEX, LISTING_QUERY
 from reference_server.app import create_app

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-import spec
+import gns3_copilot_spec as spec
 
 from . import servers
 from .bare_langgraph import BareLangGraph

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 from .engine import RunResult, run, run_suite
 from .errors import Blocked, ConformanceError, HarnessError, NotTestable, TargetError

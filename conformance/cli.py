@@ -1,9 +1,11 @@
 """`copilot-conformance`: run the conformance suite against an implementation of the GNS3 Copilot Chat API.
 
-    copilot-conformance run [--target NAME|FILE] [--report-dir reports/] [--jobs N] [--only PREFIX ...] [--quiet]
+    copilot-conformance run [--target NAME|FILE] [--report-dir reports/] [--jobs N] [--only SELECTOR ...]
+                            [--seed N] [--keep] [--quiet]
     copilot-conformance targets         the built-in targets
     copilot-conformance requirements    the requirement registry
     copilot-conformance explain ID      one requirement: where it is specified, checked, implemented, proven
+    copilot-conformance scripts export DIR [--target T]   the fake LLM's scripts of a target's scenarios
 
 `python -m conformance` is `copilot-conformance run`. Exit status of `run`: 0 when the target conforms (no
 requirement FAIL, STALE, NOT TESTABLE or ERROR), 1 when it does not (or the contract in spec/ has problems), 2
@@ -21,9 +23,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import spec
+import gns3_copilot_spec as spec
 
-from .checks import load_all, select
+from .checks import SelectionError, load_all, select
+from .context import DEFAULT_SEED
 from .engine import run_suite
 from .errors import TargetError
 from .findings import Outcome
@@ -84,6 +87,29 @@ class _ProgressReporter:
             self.console.print(f"[{done:>{width}}/{total}] {check_run.id} ({check_run.duration:.1f} s{flag})")
 
 
+class _SeveralAfterOnly(click.Command):
+    """`--only A B --jobs 2` means `--only A --only B --jobs 2`: the values after `--only` up to the next option
+    (`run` takes no positional arguments, so nothing else can be meant)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        expanded: list[str] = []
+        after_only = values = 0  # after_only: an --only was seen; values: how many followed it so far
+        for arg in args:
+            if after_only and not arg.startswith("-"):
+                expanded += ["--only", arg]
+                values += 1
+                continue
+            if after_only and not values:
+                expanded.append("--only")  # an --only without a value: click names the problem
+            after_only = arg == "--only"
+            values = 0
+            if not after_only:
+                expanded.append(arg)
+        if after_only and not values:
+            expanded.append("--only")
+        return super().parse_args(ctx, expanded)
+
+
 # --- commands -----------------------------------------------------------------------------------------------------
 
 
@@ -97,7 +123,7 @@ def cli() -> None:
     contract (spec/requirements.yaml) it meets, with evidence for each one it does not."""
 
 
-@cli.command()
+@cli.command(cls=_SeveralAfterOnly)
 @click.option(
     "--target",
     "target_name",
@@ -120,14 +146,36 @@ def cli() -> None:
 @click.option(
     "--only",
     multiple=True,
-    metavar="CHECK-PREFIX",
-    help="Run only the checks whose id starts with this prefix (repeatable), e.g. --only stream. --only titles.once. "
-    "Requirements of other checks are reported NOT RUN.",
+    metavar="SELECTOR...",
+    help="Run only the checks that judge these: requirement ids (TITLE-003), areas (stats) or check ids "
+    "(stats.multi_turn), several after one --only or comma-separated, e.g. --only TITLE-003 stats.multi_turn. "
+    "The other requirements are reported NOT SELECTED.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="Seed of the generated requests (errors.contract_operations); every report records it, and a "
+    "reproduction reruns with it.",
+)
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep what the run made on the target (users, their LLM configurations, projects, sessions), e.g. to "
+    "replay a reproduction; by default it is deleted at the end and the reports list what could not be.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress; print only the result, the wall time and the reports.")
 @click.option("--skip-contract-check", is_flag=True, help="Do not validate spec/ before the run.")
 def run(
-    target_name: str | None, report_dir: Path, jobs: int, only: tuple[str, ...], quiet: bool, skip_contract_check: bool
+    target_name: str | None,
+    report_dir: Path,
+    jobs: int,
+    only: tuple[str, ...],
+    seed: int,
+    keep: bool,
+    quiet: bool,
+    skip_contract_check: bool,
 ) -> None:
     """Run the suite against a target and write the reports.
 
@@ -151,9 +199,10 @@ def run(
     except TargetError as exc:
         click.echo(f"copilot-conformance: bad target: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    chosen = select(only)
-    if only and not chosen:
-        click.echo(f"copilot-conformance: --only {' '.join(only)} selects no check", err=True)
+    try:
+        chosen = select(only)
+    except SelectionError as exc:
+        click.echo(f"copilot-conformance: {exc}", err=True)
         sys.exit(EXIT_USAGE)
 
     if not skip_contract_check:
@@ -173,7 +222,7 @@ def run(
 
     try:
         with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
-            result = run_suite(target, jobs=jobs, only=list(only) or None, on_check_done=progress)
+            result = run_suite(target, jobs=jobs, only=list(only) or None, seed=seed, keep=keep, on_check_done=progress)
     except TargetError as exc:  # preflight: the target file is wrong about the server; nothing was judged
         click.echo(f"copilot-conformance: preflight stopped the run, change the target file: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -253,6 +302,39 @@ def explain(requirement_id: str) -> None:
         click.echo(f"copilot-conformance: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(render(explanation))
+
+
+@cli.group()
+def scripts() -> None:
+    """The fake LLM's scripts of the suite's scenarios (what a reproduction needs the fake LLM to serve)."""
+
+
+@scripts.command("export")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--target",
+    "target_name",
+    metavar="NAME|FILE",
+    default=None,
+    help="The target whose tools and heartbeat interval the scripts are written for (default: the reference server).",
+)
+def export_scripts(folder: Path, target_name: str | None) -> None:
+    """Write the scripts into FOLDER, one YAML file each, as a run against this target writes them; then
+    `python -m fake_llm serve --scripts FOLDER --port P` serves them (P: the port the users' LLM configuration
+    names, shown in the report's reproductions)."""
+    from .scenarios import write_scripts
+
+    try:
+        target = load_target(target_name)
+    except TargetError as exc:
+        click.echo(f"copilot-conformance: bad target: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        written = write_scripts(folder, target.tools, target.heartbeat_interval)
+    except OSError as exc:
+        click.echo(f"copilot-conformance: cannot write the scripts to {folder}: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"wrote {len(written)} scripts for target {target.name} to {folder}")
 
 
 def main(argv: list[str] | None = None, prog_name: str = "copilot-conformance") -> None:

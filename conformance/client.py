@@ -75,6 +75,12 @@ class ChatClient:
         """The Authorization header as a reproduction shows it: a user's real token becomes $TOKEN."""
         if header is not None and any(header == f"Bearer {u.token}" for u in self.env.users.values()):
             return "Bearer $TOKEN"
+        if (
+            header is not None
+            and self.env.controller is not None
+            and header == f"Bearer {self.env.controller.admin_token}"
+        ):
+            return "Bearer $ADMIN_TOKEN"
         return header
 
     def _observe(self, exchange: Exchange, operation: str | None) -> None:
@@ -119,6 +125,14 @@ class ChatClient:
                     [exchange.as_evidence()],
                 )
             )
+
+    def _note_sessions(self, user: str, project_id: str | None, events: list[Any], body: Any) -> None:
+        """Every session a turn may have made goes in the run's ledger, with who streamed it (for the clean-up)."""
+        named = {e.get("session_id") for e in events if isinstance(e, dict)}
+        named.add(body.get("session_id") if isinstance(body, dict) else None)
+        for session_id in named:
+            if isinstance(session_id, str) and session_id:
+                self.env.ledger.session(user, project_id or self.env.project_id, session_id)
 
     async def call(
         self,
@@ -211,6 +225,7 @@ class ChatClient:
             return StreamResult(exchange, [], arrivals, [], [], completed, opened)
         parsed = parse_stream(text if completed else text[: text.rfind("\n\n") + 2])
         exchange.events = parsed.events
+        self._note_sessions(user, project_id, parsed.events, body)
         self._observe_events(exchange)
         rules = check_events(parsed.events) if completed else []
         self._observe_stream_rules(exchange, parsed.violations + rules)

@@ -11,20 +11,26 @@ from typing import Any
 
 import httpx
 
-import spec
+import gns3_copilot_spec as spec
 
+from .cleanup import Ledger
 from .client import ChatClient
 from .errors import NotTestable
 from .llm_log import FakeLLMLog
 from .recorder import FindingsRecorder
 from .scenarios import calls_tool, script_named_in, scripted_seconds
 
+# The seed of the generated requests (errors.contract_operations) unless --seed says otherwise: fixed, so that two
+# runs of one suite version against one server send the same requests and reach the same verdicts.
+DEFAULT_SEED = 20261202
+
 
 @dataclass
 class User:
-    name: str
+    name: str  # its role in the run: main, other, no_llm
     token: str
     user_id: str | None = None
+    username: str | None = None  # when the suite made it (auth.mode controller)
 
 
 @dataclass
@@ -43,6 +49,8 @@ class Environment:
     client: httpx.AsyncClient
     api_keys: list[str] = field(default_factory=list)  # the LLM API keys the suite configured (SECRET-001)
     slow_tool_seconds: float = 0.0  # a turn calling the slow tool, as preflight measured it
+    ledger: Ledger = field(default_factory=Ledger)  # what the run made on the target (conformance.cleanup)
+    seed: int = DEFAULT_SEED  # of the generated requests (errors.contract_operations): the run's --seed
 
     def deadline_for(self, message: object) -> float:
         """How long a turn may take before the suite gives up on it: the target's stream_deadline_seconds (what a

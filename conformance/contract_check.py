@@ -6,7 +6,7 @@ from collections import Counter
 
 from openapi_spec_validator.validation import OpenAPIV32SpecValidator
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.framing import parse_stream
 from conformance.stream_rules import check_events
 

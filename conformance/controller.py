@@ -8,12 +8,19 @@ from typing import Any
 
 import httpx
 
+from .cleanup import Ledger
+from .context import User
 from .errors import HarnessError
 
 
 class Controller:
-    def __init__(self, client: httpx.AsyncClient, base_url: str, admin_token: str) -> None:
+    """The admin's side of a GNS3-style controller. Everything it makes goes in `ledger`, for the clean-up."""
+
+    def __init__(
+        self, client: httpx.AsyncClient, base_url: str, admin_token: str, ledger: Ledger | None = None
+    ) -> None:
         self.client, self.base_url, self.admin_token = client, base_url, admin_token
+        self.ledger = ledger if ledger is not None else Ledger()
 
     async def _call(
         self,
@@ -44,22 +51,31 @@ class Controller:
         return response.json()["access_token"]
 
     async def create_user(self, username: str, password: str) -> str:
-        return (
-            await self._call("POST", "/v3/access/users", 201, json_body={"username": username, "password": password})
-        )["user_id"]
+        body = {"username": username, "password": password}
+        user_id = (await self._call("POST", "/v3/access/users", 201, json_body=body))["user_id"]
+        self.ledger.users[user_id] = username
+        return user_id
 
     async def configure_llm(self, user_id: str, config: dict[str, Any], base_url: str, api_key: str) -> None:
         body = {**config, "base_url": base_url, "api_key": api_key}
-        await self._call("POST", f"/v3/access/users/{user_id}/llm-model-configs", 201, json_body=body)
+        made = await self._call("POST", f"/v3/access/users/{user_id}/llm-model-configs", 201, json_body=body)
+        config_id = (made or {}).get("config_id")
+        if config_id:
+            self.ledger.llm_configs.append((user_id, str(config_id)))
+        else:
+            self.ledger.unidentified_llm_configs.append(user_id)
 
     async def create_project(self, name: str) -> str:
-        return (await self._call("POST", "/v3/projects", 201, json_body={"name": name}))["project_id"]
+        project_id = (await self._call("POST", "/v3/projects", 201, json_body={"name": name}))["project_id"]
+        self.ledger.projects[project_id] = name
+        return project_id
 
     async def close_project(self, project_id: str) -> None:
         await self._call("POST", f"/v3/projects/{project_id}/close", (200, 204))
 
     async def delete_project(self, project_id: str) -> None:
         await self._call("DELETE", f"/v3/projects/{project_id}", 204)
+        self.ledger.projects.pop(project_id, None)
 
 
 class UserMaker:
@@ -83,8 +99,8 @@ class UserMaker:
         self.api_keys: list[str] = []
         self._made = 0
 
-    async def make(self, name: str, *, with_llm: bool = True) -> tuple[str, str]:
-        """A new user (its role `name` shows in the user name): (token, user_id)."""
+    async def make(self, name: str, *, with_llm: bool = True) -> User:
+        """A new user of the role `name` (which shows in its user name), logged in."""
         self._made += 1
         username = f"cs-{name.replace('_', '')}-{self.suffix}-{self._made}"
         user_id = await self.controller.create_user(username, self.password)
@@ -94,4 +110,4 @@ class UserMaker:
             key = f"sk-conformance-{name.replace('_', '')}-{secrets.token_hex(12)}"
             self.api_keys.append(key)
             await self.controller.configure_llm(user_id, self.llm, self.fake_llm_url, key)
-        return token, user_id
+        return User(name, token, user_id, username)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-import spec
+import gns3_copilot_spec as spec
 
 from .checks import load_all
 

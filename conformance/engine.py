@@ -13,13 +13,15 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-import spec
+import gns3_copilot_spec as spec
 
 from .checks import CheckSpec, select
-from .context import CheckContext, Environment, User
+from .cleanup import CleanupReport, Ledger, Leftover, clean_up
+from .context import DEFAULT_SEED, CheckContext, Environment, User
 from .controller import Controller, UserMaker
 from .errors import Blocked, BlockedBy, HarnessError, NotTestable, TargetError
 from .findings import Finding, Outcome, RequirementVerdict, combine, harness_failure, judge, run_passes
@@ -58,6 +60,11 @@ class RunResult:
     harness_error: str | None = None
     passed: bool = False
     secrets: dict[str, str] = field(default_factory=dict)  # what the SECRET checks looked for (redacted)
+    seed: int = DEFAULT_SEED
+    only: list[str] = field(default_factory=list)  # the --only selectors of the run
+    cleanup: CleanupReport | None = None  # what was removed from the target, or kept (--keep), or left
+    # What a standalone reproduction needs: the fake LLM's port, and each user role's name and how its token is got.
+    replay: dict[str, Any] = field(default_factory=dict)
 
     @property
     def transient(self) -> dict[str, list[str]]:
@@ -83,7 +90,7 @@ def _fill(value: str, mapping: dict[str, str]) -> str:
     return value
 
 
-async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient) -> Prepared:
+async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed: int = DEFAULT_SEED) -> Prepared:
     processes: list[Process] = []
     try:
         scripts = write_scripts(workdir / "scripts", target.tools, target.heartbeat_interval)
@@ -116,6 +123,7 @@ async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient) -> P
         else:
             base_url = target.data["base_url"].rstrip("/")
         prepared = await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
+        prepared.env.seed = seed
         await preflight(prepared.env)
         return prepared
     except BaseException:
@@ -129,20 +137,19 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
     suffix = secrets.token_hex(3)
     users: dict[str, User] = {}
     controller = maker = None
+    ledger = Ledger()
     llm = target.section("llm", {"mode": "preconfigured"})
     if llm["mode"] == "controller" and auth["mode"] != "controller":
         raise HarnessError("llm.mode controller needs auth.mode controller (the admin configures the users)")
     if auth["mode"] == "controller":
         admin = auth["admin"]
-        controller = Controller(
-            client, base_url, await Controller.login(client, base_url, admin["username"], admin["password"])
-        )
+        token = await Controller.login(client, base_url, admin["username"], admin["password"])
+        controller = Controller(client, base_url, token, ledger)
         password = auth.get("user_password", "conformance-pass-1")
         llm_config = llm["config"] if llm["mode"] == "controller" else None
         maker = UserMaker(controller, client, base_url, suffix, password, llm_config, fake_url)
         for name in ("main", "other", "no_llm"):
-            token, user_id = await maker.make(name, with_llm=name != "no_llm")
-            users[name] = User(name, token, user_id)
+            users[name] = await maker.make(name, with_llm=name != "no_llm")
     else:
         for name, token in auth["tokens"].items():
             users[name] = User(name, token)
@@ -167,6 +174,7 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         workdir=workdir,
         client=client,
         api_keys=maker.api_keys if maker else [],
+        ledger=ledger,
     )
     return Prepared(env, processes, maker.tokens if maker else [u.token for u in users.values()])
 
@@ -300,10 +308,12 @@ def run_suite(
     *,
     jobs: int = 8,
     only: list[str] | None = None,
+    seed: int = DEFAULT_SEED,
+    keep: bool = False,
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
 ) -> RunResult:
     """`run`, from code that is not async (the CLI, the pytest plugin, the GNS3 runner, a user's script)."""
-    return asyncio.run(run(target, jobs=jobs, only=only, on_check_done=on_check_done))
+    return asyncio.run(run(target, jobs=jobs, only=only, seed=seed, keep=keep, on_check_done=on_check_done))
 
 
 async def run(
@@ -311,16 +321,21 @@ async def run(
     *,
     jobs: int = 8,
     only: list[str] | None = None,
+    seed: int = DEFAULT_SEED,
+    keep: bool = False,
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
     workdir: Path | None = None,
 ) -> RunResult:
-    """Run the checks selected by `only` (check id prefixes; all by default) against the target and judge every
-    requirement. A harness error or a suite bug gives a result whose requirements are ERROR; only a target file
-    that preflight proves wrong raises (TargetMisdeclared, a TargetError)."""
+    """Run the checks selected by `only` (requirement ids, areas, check ids: conformance.checks.select; all by
+    default) against the target and judge every requirement; `seed` draws the generated requests; what the run
+    made on the target is removed at the end unless `keep`. A harness error or a suite bug gives a result whose
+    requirements are ERROR; only a target file that preflight proves wrong raises (TargetMisdeclared, a
+    TargetError), and a selector that names nothing raises SelectionError."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.monotonic()
+    chosen = select(only)  # SelectionError: the caller's usage error, before anything starts
     try:
-        return await _run(target, jobs, only, on_check_done, workdir, started, started_at)
+        result = await _run(target, jobs, chosen, bool(only), seed, keep, on_check_done, workdir, started, started_at)
     except TargetError:  # the target file is wrong (preflight): a usage error for the caller, not a verdict
         raise
     except HarnessError as exc:  # the fake LLM or the target did not start, provisioning failed
@@ -328,12 +343,33 @@ async def run(
     except Exception as exc:  # a suite bug, or a target broken in a way the engine does not catch
         message = f"harness error: {type(exc).__name__}: {exc}"
         details = message + "\n" + "".join(traceback.format_exception(exc)[-4:])
-        return _failed_run(target, message, details, started, started_at)
+        result = _failed_run(target, message, details, started, started_at)
+    result.seed, result.only = seed, list(only or [])
+    return result
 
 
-async def _run(target, jobs, only, on_check_done, workdir, started, started_at) -> RunResult:
-    chosen = select(only)
-    chosen.sort(key=lambda s: not s.slow)  # long waits first, so they overlap everything else
+async def _finish(env: Environment, keep: bool) -> CleanupReport:
+    """The clean-up, which never costs the run its verdicts: a failure of its own is listed as what it left."""
+    try:
+        return await clean_up(env, keep=keep)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        return CleanupReport(False, {}, [Leftover("cleanup", "", f"the clean-up failed: {type(exc).__name__}: {exc}")])
+
+
+def _replay(env: Environment) -> dict[str, Any]:
+    """What a standalone reproduction of an exchange needs besides the exchange: the fake LLM's port (the users'
+    LLM configurations name it) and, per user role, who it is and how its token is obtained."""
+    users = {}
+    for role, user in env.users.items():
+        if user.username:
+            users[role] = {"username": user.username, "token": "controller"}
+        else:
+            users[role] = {"username": None, "token": f"target file: auth.tokens.{role}"}
+    return {"fake_llm_port": httpx.URL(env.fake_llm_url).port, "base_url": env.base_url, "users": users}
+
+
+async def _run(target, jobs, chosen, selected, seed, keep, on_check_done, workdir, started, started_at) -> RunResult:
+    chosen = sorted(chosen, key=lambda s: not s.slow)  # long waits first, so they overlap everything else
     records = spec.load_requirements()["requirements"]
     with tempfile.TemporaryDirectory(prefix="copilot-conformance-") as tmp:
         work = workdir or Path(tmp)
@@ -341,7 +377,7 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
         # next, unrelated request sent on it with a ReadError, and blame the wrong check.
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits, trust_env=False) as client:
-            prepared = await prepare(target, work, client)  # a HarnessError here: see run()
+            prepared = await prepare(target, work, client, seed)  # a HarnessError here: see run()
             try:
                 semaphore = asyncio.Semaphore(jobs)
                 done: list[CheckRun] = []
@@ -357,6 +393,7 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
                 check_runs = list(await asyncio.gather(*(one(s) for s in chosen)))
                 await _rerun_transient(check_runs, {s.id: s for s in chosen}, prepared.env, semaphore)
                 await _judge_timed_alone(check_runs, {s.id: s for s in chosen}, prepared.env)
+                cleanup = await _finish(prepared.env, keep)
             finally:
                 for process in reversed(prepared.processes):
                     await asyncio.to_thread(process.stop, target.data.get("start", {}).get("stop_grace_seconds", 10))
@@ -364,7 +401,7 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
     judged_ids = {r for run_ in check_runs for r in run_.requirements}
     verdicts = []
     for record in records:
-        if only and record["id"] not in judged_ids and "excluded" not in record:
+        if selected and record["id"] not in judged_ids and "excluded" not in record:
             continue
         verdicts.append(
             judge(
@@ -379,6 +416,7 @@ async def _run(target, jobs, only, on_check_done, workdir, started, started_at) 
     result = RunResult(
         target, prepared.env.base_url, verdicts, list(check_runs), time.monotonic() - started, started_at
     )
+    result.cleanup, result.replay = cleanup, _replay(prepared.env)
     result.passed = run_passes(verdicts, target.baseline.not_testable, baseline=target.baseline.source is not None)
     # What reports must never show: the configured API keys and every bearer token of the run.
     result.secrets = {f"api_key_{i}": key for i, key in enumerate(prepared.env.api_keys)}

@@ -1,5 +1,6 @@
 """Every HTTP exchange the suite makes, kept as evidence: what was sent, what came back, and a curl line
-that reproduces it (bearer tokens shown as $TOKEN)."""
+that reproduces it (a user's bearer token shown as $TOKEN, the controller admin's as $ADMIN_TOKEN; the report
+says how to get each: conformance.reports.reproduce)."""
 
 from __future__ import annotations
 
@@ -28,19 +29,15 @@ class Exchange:
     error: str | None = None  # a transport error or a deadline
     user: str = "main"
     elapsed: float = 0.0
-    authorization: str | None = "Bearer $TOKEN"  # as sent; a user's real token is shown as $TOKEN
+    authorization: str | None = "Bearer $TOKEN"  # as sent; real tokens are shown as $TOKEN / $ADMIN_TOKEN
 
     def curl(self) -> str:
-        parts = [
-            "curl",
-            "-sS",
-            "-N" if self.events else "-i",
-            "-X",
-            self.method,
-            shlex.quote(self.url),
-            "-H",
-            shlex.quote("Authorization: Bearer $TOKEN"),
-        ]
+        parts = ["curl", "-sS", "-N" if self.events else "-i", "-X", self.method, shlex.quote(self.url)]
+        if self.authorization is not None:
+            # Double quotes, so that the shell fills in $TOKEN; a forged header is shown as it was sent.
+            header = f"Authorization: {self.authorization}"
+            variable = self.authorization in ("Bearer $TOKEN", "Bearer $ADMIN_TOKEN")
+            parts += ["-H", f'"{header}"' if variable else shlex.quote(header)]
         if self.request_body is not None:
             parts += [
                 "-H",

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 # The repository, or the directory an installed package was put in (spec/ and reference_server/ sit side by side).
 ROOT = spec.SPEC_DIR.parent

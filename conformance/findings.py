@@ -28,7 +28,7 @@ class Verdict(StrEnum):
     NOT_APPLICABLE = "N/A"  # an undeclared capability (or a MAY without one)
     EXCLUDED = "EXCLUDED"  # the registry says why no check exists
     ERROR = "ERROR"  # the suite's own fault (harness error): the run fails
-    NOT_RUN = "NOT RUN"  # reports only: the requirement's checks were not selected (`--only`)
+    NOT_SELECTED = "NOT SELECTED"  # reports only: the requirement's checks were not selected (`--only`)
     FLAKY = "FLAKY"  # the server had transient errors and the re-run judged it otherwise: unreliable, listed
 
 

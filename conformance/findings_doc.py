@@ -53,7 +53,7 @@ def _evidence(item: dict[str, Any]) -> list[str]:
         out += [f"Response: {shown}"]
     if item.get("reproduction"):
         out += [
-            "Reproduction (`$TOKEN`: the user's bearer token from `POST /v3/access/users/authenticate`):",
+            "The exchange as curl (the reproduction below says where `$TOKEN` comes from):",
             _block(item["reproduction"]),
         ]
     return out
@@ -105,6 +105,11 @@ def render(data: dict[str, Any]) -> str:
         evidence = next((f["evidence"][0] for f in problems if f.get("evidence")), None)
         if evidence:
             lines += ["**Evidence:**", "", *_evidence(evidence), ""]
+        reproduce = entry.get("reproduce") or {}
+        if reproduce:
+            lines += ["**Reproduce:** rerun its checks with the run's seed:", _block(reproduce["rerun"]), ""]
+            if reproduce.get("standalone"):
+                lines += ["or replay it without the suite:", _block("\n".join(reproduce["standalone"]), limit=8000), ""]
     lines += ["## Flaky: verdicts the server's own transient errors made unreliable", ""]
     lines += [
         "A check that met a transient server error (a 5xx answer, or an `error` event its scenario did not script) "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 _METHODS = ("get", "put", "post", "patch", "delete")
 

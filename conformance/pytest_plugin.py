@@ -1,10 +1,14 @@
-"""pytest plugin of the conformance suite (entry point `copilot_conformance`, loaded by every pytest of this
-environment): `pytest --pyargs conformance --target NAME|FILE [--report-dir DIR] [--only CHECK-PREFIX]`.
+"""pytest plugin of the conformance suite (entry point `copilot_conformance`):
+
+    pytest --pyargs conformance --copilot-target NAME|FILE [--copilot-report-dir DIR] [--copilot-only SELECTOR]
+           [--copilot-seed N] [--copilot-keep] [--copilot-jobs N] [-k TITLE-003]
 
 The engine runs once per session (a session-scoped fixture), writes the same reports as `copilot-conformance run`,
-and conformance/test_requirements.py turns each requirement of the registry into one test. The plugin is inert
-in any other test run: it only adds its options, and reads `--target` only when the requirement tests are
-collected.
+and conformance/test_requirements.py turns each requirement of the registry into one test, its id as the test id.
+Selecting tests (`-k`, node ids) runs only the checks that judge the selected requirements.
+
+The plugin is installed with the package, so pytest loads it in every run of the environment; it stays inactive
+(adds its options, nothing else, and its requirement tests skip) unless one of its `--copilot-*` options is given.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ import pytest
 from .findings import Outcome, Verdict
 
 REQUIREMENT_TESTS = Path(__file__).resolve().parent / "test_requirements.py"
+OPTIONS = {  # option -> (dest, default): every option of the plugin, all prefixed
+    "--copilot-target": ("copilot_target", None),
+    "--copilot-report-dir": ("copilot_report_dir", None),
+    "--copilot-only": ("copilot_only", []),
+    "--copilot-seed": ("copilot_seed", None),
+    "--copilot-keep": ("copilot_keep", False),
+    "--copilot-jobs": ("copilot_jobs", None),
+}
 
 
 class ConformanceWarning(UserWarning):
@@ -30,6 +42,7 @@ class ConformanceRun:
     """What the requirement tests read: the engine's result and its redacted report view."""
 
     target: Any = None
+    only: list[str] = field(default_factory=list)  # --copilot-only, plus the requirements the tests selected
     result: Any = None
     data: dict[str, Any] | None = None
     files: dict[str, str] = field(default_factory=dict)
@@ -42,68 +55,101 @@ _STATE = pytest.StashKey[ConformanceRun]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("copilot-conformance", "conformance suite (pytest --pyargs conformance)")
+    group = parser.getgroup("copilot-conformance", "conformance suite (pytest --pyargs conformance --copilot-target X)")
     group.addoption(
-        "--target",
-        dest="conformance_target",
+        "--copilot-target",
+        dest="copilot_target",
         metavar="NAME|FILE",
         default=None,
-        help="conformance suite: a target file or the name of a built-in target (default: the reference server)",
+        help="a target file or the name of a built-in target (`reference`: the built-in reference server)",
     )
     group.addoption(
-        "--report-dir",
-        dest="conformance_report_dir",
+        "--copilot-report-dir",
+        dest="copilot_report_dir",
         metavar="DIR",
-        default="reports",
-        help="conformance suite: where conformance.json, junit.xml, report.html and summary.txt go (default: reports)",
+        default=None,
+        help="where conformance.json, junit.xml, report.html and summary.txt go (default: reports)",
     )
     group.addoption(
-        "--only",
-        dest="conformance_only",
-        metavar="CHECK-PREFIX",
+        "--copilot-only",
+        dest="copilot_only",
+        metavar="SELECTOR",
         action="append",
         default=[],
-        help="conformance suite: run only the checks whose id starts with this prefix (repeatable)",
+        help="run only the checks that judge these requirement ids, areas or check ids (repeatable, or commas)",
     )
     group.addoption(
-        "--conformance-jobs",
-        dest="conformance_jobs",
-        type=int,
-        default=8,
-        help="conformance suite: checks run at the same time (default: 8)",
+        "--copilot-seed", dest="copilot_seed", type=int, default=None, help="seed of the generated requests"
     )
+    group.addoption(
+        "--copilot-keep",
+        dest="copilot_keep",
+        action="store_true",
+        default=False,
+        help="keep the users, projects and sessions the run made on the target",
+    )
+    group.addoption(
+        "--copilot-jobs", dest="copilot_jobs", type=int, default=None, help="checks run at the same time (default 8)"
+    )
+
+
+def _active(config: pytest.Config) -> bool:
+    """Whether any --copilot-* option was given: without one the plugin does nothing."""
+    return any(config.getoption(dest) not in (default, None) for dest, default in OPTIONS.values())
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_STATE] = ConformanceRun()
+    if _active(config):
+        config.stash[_STATE] = ConformanceRun()
 
 
 def _is_requirement_test(item: pytest.Item) -> bool:
     return Path(str(item.path)).resolve() == REQUIREMENT_TESTS
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected: the requirements left decide the checks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The target file is read (and a bad one reported as a usage error) only when the requirement tests are
-    collected."""
-    if not any(_is_requirement_test(item) for item in items):
+    """The target file is read (a bad one is a usage error) only when requirement tests are collected; the
+    requirements of the tests left after deselection select the checks to run."""
+    tests = [item for item in items if _is_requirement_test(item)]
+    if not tests:
         return
-    from .checks import select
+    if _STATE not in config.stash:
+        skip = pytest.mark.skip(reason="copilot-conformance is inactive: give --copilot-target NAME|FILE to run it")
+        for item in tests:
+            item.add_marker(skip)
+        return
+    import gns3_copilot_spec as spec
+
+    from .checks import SelectionError, select
     from .errors import TargetError
     from .target import load_target
 
     state = config.stash[_STATE]
     try:
-        state.target = load_target(config.getoption("conformance_target"))
+        state.target = load_target(config.getoption("copilot_target"))
     except TargetError as exc:
         raise pytest.UsageError(f"copilot-conformance: bad target: {exc}") from None
-    only = config.getoption("conformance_only")
-    if only and not select(only):
-        raise pytest.UsageError(f"copilot-conformance: --only {' '.join(only)} selects no check")
+    only = list(config.getoption("copilot_only"))
+    records = {record["id"]: record for record in spec.load_requirements()["requirements"]}
+    wanted = {item.callspec.params["requirement_id"] for item in tests}
+    if wanted != set(records):  # -k or node ids chose some requirements: run only the checks that judge them
+        for item in tests:  # an excluded requirement has no check to run: its test says why, without a run
+            record = records[item.callspec.params["requirement_id"]]
+            if "excluded" in record:
+                item.add_marker(pytest.mark.skip(reason=f"EXCLUDED: {record['excluded']}"))
+        only += sorted(r for r in wanted if "excluded" not in records[r])
+    try:
+        select(only)
+    except SelectionError as exc:
+        raise pytest.UsageError(f"copilot-conformance: {exc}") from None
+    state.only = only
 
 
 @pytest.fixture(scope="session")
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
-    """The suite, run once per session against the --target, its reports written to --report-dir."""
+    """The suite, run once per session against --copilot-target, its reports written to --copilot-report-dir."""
+    from .context import DEFAULT_SEED
     from .engine import run_suite
     from .errors import TargetError
     from .reports import report_data, report_paths, write_reports
@@ -113,13 +159,15 @@ def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     state = config.stash[_STATE]
     if state.result is None:
         if state.target is None:
-            state.target = load_target(config.getoption("conformance_target"))
-        report_dir = Path(config.getoption("conformance_report_dir"))
+            state.target = load_target(config.getoption("copilot_target"))
+        report_dir = Path(config.getoption("copilot_report_dir") or "reports")
         try:
             state.result = run_suite(
                 state.target,
-                jobs=max(1, config.getoption("conformance_jobs")),
-                only=config.getoption("conformance_only") or None,
+                jobs=max(1, config.getoption("copilot_jobs") or 8),
+                only=state.only or None,
+                seed=DEFAULT_SEED if config.getoption("copilot_seed") is None else config.getoption("copilot_seed"),
+                keep=config.getoption("copilot_keep"),
             )
         except TargetError as exc:  # preflight: the target file is wrong about the server
             pytest.exit(f"copilot-conformance: preflight stopped the run, change the target file: {exc}", returncode=2)
@@ -141,11 +189,13 @@ def _failure_text(entry: dict[str, Any]) -> str:
         for evidence in finding["evidence"][-1:]:
             if evidence.get("reproduction"):
                 lines.append(f"    reproduce: {evidence['reproduction']}")
+    if entry.get("reproduce"):
+        lines.append(f"rerun: {entry['reproduce']['rerun']}")
     return "\n".join(lines)
 
 
 def assert_requirement(run: ConformanceRun, requirement_id: str) -> None:
-    """Pass for PASS, WARN (with a ConformanceWarning) and XFAIL; skip for N/A, EXCLUDED, NOT RUN and a NOT
+    """Pass for PASS, WARN (with a ConformanceWarning) and XFAIL; skip for N/A, EXCLUDED, NOT SELECTED and a NOT
     TESTABLE the baseline accepts; fail for FAIL, STALE, ERROR and NOT TESTABLE, with the findings' messages."""
     entry = run.entry(requirement_id)
     if entry is None:
@@ -156,7 +206,7 @@ def assert_requirement(run: ConformanceRun, requirement_id: str) -> None:
     if verdict == Verdict.WARN:
         warnings.warn(ConformanceWarning(f"{requirement_id} ({entry['level']}) WARN: {entry['message']}"), stacklevel=2)
         return
-    if verdict in (Verdict.NOT_APPLICABLE, Verdict.EXCLUDED, Verdict.NOT_RUN):
+    if verdict in (Verdict.NOT_APPLICABLE, Verdict.EXCLUDED, Verdict.NOT_SELECTED):
         pytest.skip(f"{verdict}: {entry['note']}")
     if verdict == Verdict.NOT_TESTABLE and not entry["failing"]:
         pytest.skip(f"NOT TESTABLE, accepted by the baseline: {entry['note']}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 from .operations import operation
 from .violations import Violation

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.violations import Violation
 
 MIDDLE_EVENTS = {"content", "tool_call", "tool_start", "tool_end", "heartbeat"}

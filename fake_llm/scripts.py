@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-import spec
+import gns3_copilot_spec as spec
 from fake_llm.errors import ScriptFileError
 
 SCHEMA_PATH = spec.FAKE_LLM_DIR / "script.schema.json"

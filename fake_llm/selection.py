@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 from fake_llm.errors import ScriptSelectionError
 from fake_llm.playback import failure_before_streaming
 from fake_llm.request_log import RequestLog

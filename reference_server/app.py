@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-import spec
+import gns3_copilot_spec as spec
 
 from .chat.routes import build_router
 from .controller.routes import router as controller_router

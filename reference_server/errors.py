@@ -14,8 +14,8 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from generated.api.error_body import ErrorBody
-from generated.api.validation_error_body import FieldError, ValidationErrorBody, ValidationErrorDetails
+from gns3_copilot_generated.api.error_body import ErrorBody
+from gns3_copilot_generated.api.validation_error_body import FieldError, ValidationErrorBody, ValidationErrorDetails
 
 _STATUS_CODES = {
     400: "bad_request",

@@ -10,7 +10,7 @@ import yaml
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-import spec
+import gns3_copilot_spec as spec
 
 ENV_PREFIX = "COPILOT_REF_"
 

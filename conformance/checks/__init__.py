@@ -7,13 +7,14 @@ Scenario helpers shared by several areas live in `support.py`, written once.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 
-import spec
+import gns3_copilot_spec as spec
 
 CheckFunction = Callable[..., Awaitable[None]]
 
@@ -105,7 +106,43 @@ def load_all() -> dict[str, CheckSpec]:
     return REGISTRY
 
 
+class SelectionError(ValueError):
+    """An `--only` selector that names no requirement, area or check."""
+
+
+def _selected_by(selector: str, checks: dict[str, CheckSpec]) -> list[str]:
+    """The ids of the checks one selector names: a requirement id (the checks that judge it), an area, a check id,
+    or the start of check ids (`titles.once`)."""
+    records = {r["id"].upper(): r for r in spec.load_requirements()["requirements"]}
+    record = records.get(selector.upper())
+    if record is not None:
+        if "excluded" in record:
+            raise SelectionError(
+                f"{record['id']} is excluded from the suite ({record['excluded']}): no check judges it"
+            )
+        return [c for c in record.get("checks", []) if c in checks]
+    if selector in AREAS.values():
+        return [c for c, s in checks.items() if s.area == selector]
+    return [c for c in checks if c == selector or c.startswith(selector)]
+
+
 def select(only: Iterable[str] | None) -> list[CheckSpec]:
-    """The checks a run with `only` (check id prefixes) runs; every check without `only`."""
-    prefixes = list(only or [])
-    return [c for c in load_all().values() if not prefixes or any(c.id.startswith(p) for p in prefixes)]
+    """The checks a run with `only` runs, in registry order: every check without `only`. Each selector is a
+    requirement id, an area, a check id or the start of check ids; several may share one value, separated by
+    commas. A selector that names nothing raises SelectionError with the closest names."""
+    checks = load_all()
+    selectors = [part.strip() for value in (only or []) for part in value.split(",") if part.strip()]
+    if not selectors:
+        return list(checks.values())
+    wanted: set[str] = set()
+    for selector in selectors:
+        named = _selected_by(selector, checks)
+        if not named:
+            known = (
+                [r["id"] for r in spec.load_requirements()["requirements"]] + sorted(set(AREAS.values())) + list(checks)
+            )
+            close = difflib.get_close_matches(selector, known, n=4, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise SelectionError(f"--only {selector}: no requirement id, area or check id of that name{hint}")
+        wanted.update(named)
+    return [c for c in checks.values() if c.id in wanted]

@@ -20,7 +20,7 @@ from collections import Counter
 from functools import cache
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 from ..context import CheckContext
 from ..exchanges import Exchange, json_or_none
@@ -151,7 +151,6 @@ async def body(ctx: CheckContext) -> None:
 
 # --- CONTRACT-001 by generated requests ------------------------------------------------------------------
 
-SEED = 20261202
 EXAMPLES = 6  # per operation and generation mode
 SHOWN = 5  # failing cases described per operation and requirement
 
@@ -168,17 +167,18 @@ _GENERATION_LOCK = threading.Lock()
 
 
 @cache
-def _generate() -> list[tuple[str, Any]]:
+def _generate(seed_value: int) -> list[tuple[str, Any]]:
     """(mode, case) for every operation, positive then negative, in document order.
 
-    The cases depend only on the contract and the seed, so they are drawn once per process; the lock keeps two
+    The cases depend only on the contract and the seed (the run's --seed), so they are drawn once per process and
+    seed, and a rerun with the same seed sends the same requests; the lock keeps two
     runs in one process (the mutant tests run several) from driving Hypothesis from two threads at once, which
     it does not support (it reports the interleaving as a FlakyFailure)."""
     with _GENERATION_LOCK:
-        return _draw()
+        return _draw(seed_value)
 
 
-def _draw() -> list[tuple[str, Any]]:
+def _draw(seed_value: int) -> list[tuple[str, Any]]:
     from hypothesis import HealthCheck, Phase, given, seed, settings
     from schemathesis import GenerationMode
 
@@ -188,7 +188,7 @@ def _draw() -> list[tuple[str, Any]]:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             drawn: list[Any] = []
 
-            @seed(SEED)
+            @seed(seed_value)
             @settings(
                 max_examples=EXAMPLES,
                 database=None,
@@ -249,7 +249,7 @@ def _valid_message(body: Any) -> bool:
 
 @check("errors.contract_operations")
 async def operations(ctx: CheckContext) -> None:
-    cases = await asyncio.to_thread(_generate)
+    cases = await asyncio.to_thread(_generate, ctx.env.seed)
     # Real sessions, so that valid cases also get 200 answers: one for most operations, one to delete.
     real, doomed = ctx.session_id("real"), ctx.session_id("doomed")
     for session in (real, doomed):
@@ -307,8 +307,9 @@ async def operations(ctx: CheckContext) -> None:
         for requirement, message in found:
             problems.setdefault((operation_id, requirement), []).append((message, exchange))
 
-    summary = f"{len(cases)} generated cases ({EXAMPLES} per operation and mode, seed {SEED}); statuses " + ", ".join(
-        f"{s}: {n}" for s, n in sorted(statuses.items(), key=lambda item: str(item[0]))
+    summary = (
+        f"{len(cases)} generated cases ({EXAMPLES} per operation and mode, seed {ctx.env.seed}); statuses "
+        + ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items(), key=lambda item: str(item[0])))
     )
     for (operation_id, requirement), found in sorted(problems.items()):
         shown = "; ".join(message for message, _ in found[:SHOWN])

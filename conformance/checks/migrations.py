@@ -7,7 +7,7 @@ import asyncio
 import shutil
 from typing import Any
 
-from spec.db.legacy_fixture import build_legacy_database
+from gns3_copilot_spec.db.legacy_fixture import build_legacy_database
 
 from .. import project_db
 from ..context import CheckContext

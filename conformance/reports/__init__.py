@@ -5,7 +5,7 @@
 - report.html: one self-contained page for people;
 - summary.txt: what the console printed.
 
-Every requirement of the registry appears in each, whatever its verdict (NOT RUN when `--only` left it out).
+Every requirement of the registry appears in each, whatever its verdict (NOT SELECTED when `--only` left it out).
 """
 
 from __future__ import annotations

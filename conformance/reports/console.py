@@ -46,7 +46,7 @@ def section_table(data: dict[str, Any]) -> Table:
 
 
 def not_passing_table(data: dict[str, Any]) -> Table | None:
-    entries = [e for e in data["requirements"] if e["verdict"] not in (Verdict.PASS, Verdict.NOT_RUN)]
+    entries = [e for e in data["requirements"] if e["verdict"] not in (Verdict.PASS, Verdict.NOT_SELECTED)]
     if not entries:
         return None
     entries.sort(key=lambda e: SEVERITY.index(e["verdict"]) if e["verdict"] in SEVERITY else 0)
@@ -92,6 +92,8 @@ def footer(data: dict[str, Any], files: dict[str, str] | None = None) -> Text:
         text.append(f" ({failing} requirement{'s' if failing != 1 else ''} fail the run)")
     text.append(f"  [{counts}]\n")
     text.append(f"run took {data['wall_time_seconds']:.1f} s\n")
+    if data.get("cleanup"):
+        text.append(f"clean-up: {data['cleanup']['summary']}\n")
     if files:
         text.append("reports:\n")
         for path in files.values():
@@ -108,6 +110,14 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
     table = not_passing_table(data)
     if table is not None:
         parts.append(table)
+        rerun = next((e["reproduce"]["rerun"] for e in data["requirements"] if e.get("reproduce")), None)
+        if rerun:
+            parts.append(
+                Text(
+                    f"to rerun one of them: {rerun} (each has its `reproduce` in conformance.json: this command, "
+                    "and a replay with curl)\n"
+                )
+            )
     if data.get("transient_errors"):
         checks = data["transient_errors"]
         flaky = data["counts"].get(Verdict.FLAKY, 0)
@@ -128,10 +138,8 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
                 f"{'themselves' if len(alone) != 1 else 'itself'} ({', '.join(sorted(alone))})\n"
             )
         )
-    if data["counts"].get(Verdict.NOT_RUN):
-        parts.append(
-            Text(f"{data['counts'][Verdict.NOT_RUN]} requirements NOT RUN: their checks were not selected (--only)\n")
-        )
+    if data["counts"].get(Verdict.NOT_SELECTED):
+        parts.append(Text(f"{data['counts'][Verdict.NOT_SELECTED]} requirements NOT SELECTED (--only)\n"))
     parts.append(footer(data, files))
     return Group(*parts)
 

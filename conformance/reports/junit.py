@@ -2,7 +2,7 @@
 
 FAIL, STALE and NOT TESTABLE are failures and ERROR is an error (a NOT TESTABLE the target's baseline accepts is
 skipped); WARN, XFAIL and a FLAKY that a baseline lists without failing pass with their message in system-out;
-N/A, EXCLUDED and NOT RUN are skipped."""
+N/A, EXCLUDED and NOT SELECTED are skipped."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def _details(entry: dict[str, Any]) -> str:
                 lines.append("  response events: " + json.dumps(response["events"], ensure_ascii=False)[:1000])
             if evidence.get("reproduction"):
                 lines.append(f"  reproduce: {evidence['reproduction']}")
+    if entry.get("reproduce"):
+        lines += ["", f"rerun: {entry['reproduce']['rerun']}"]
+        if entry["reproduce"].get("standalone"):
+            lines += ["replay without the suite:", *(f"  {line}" for line in entry["reproduce"]["standalone"])]
     return "\n".join(lines)
 
 
@@ -86,7 +90,7 @@ def render(data: dict[str, Any]) -> bytes:
             ET.SubElement(case, "failure", message=message, type=verdict).text = _clean(_details(entry))
         elif verdict in (Verdict.WARN, Verdict.XFAIL, Verdict.FLAKY):
             ET.SubElement(case, "system-out").text = _clean(message + "\n\n" + _details(entry))
-        elif verdict != Verdict.PASS:  # N/A, EXCLUDED, NOT RUN
+        elif verdict != Verdict.PASS:  # N/A, EXCLUDED, NOT SELECTED
             tallies["skipped"] += 1
             ET.SubElement(case, "skipped", message=_clean(f"{verdict}: {entry['note']}"))
     suite.set("timestamp", _clean(data["started_at"]))

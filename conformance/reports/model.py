@@ -7,9 +7,10 @@ import re
 from collections import Counter
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 from ..findings import Outcome, RequirementVerdict, Verdict, fails_the_run
+from .reproduce import reproduction
 
 # Worst first: the order of the requirements within a section, and of the "not passing" list.
 SEVERITY = [
@@ -23,7 +24,7 @@ SEVERITY = [
     Verdict.PASS,
     Verdict.NOT_APPLICABLE,
     Verdict.EXCLUDED,
-    Verdict.NOT_RUN,
+    Verdict.NOT_SELECTED,
 ]
 # The order of the count columns.
 DISPLAY = [
@@ -37,7 +38,7 @@ DISPLAY = [
     Verdict.FLAKY,
     Verdict.NOT_APPLICABLE,
     Verdict.EXCLUDED,
-    Verdict.NOT_RUN,
+    Verdict.NOT_SELECTED,
 ]
 REDACTED = "<redacted>"
 MIN_SECRET = 8  # shorter known values are not replaced (see Redactor)
@@ -94,13 +95,13 @@ class Redactor:
 
 
 def all_verdicts(result: Any) -> list[RequirementVerdict]:
-    """One verdict per requirement of the registry, in registry order (NOT RUN for those `--only` left out)."""
+    """One verdict per requirement of the registry, in registry order (NOT SELECTED for those `--only` left out)."""
     by_id = {v.id: v for v in result.verdicts}
     verdicts = []
     for record in spec.load_requirements()["requirements"]:
         verdict = by_id.pop(record["id"], None)
         verdicts.append(
-            verdict or RequirementVerdict(record, Verdict.NOT_RUN, [], "its checks were not selected (--only)")
+            verdict or RequirementVerdict(record, Verdict.NOT_SELECTED, [], "its checks were not selected (--only)")
         )
     return verdicts + list(by_id.values())  # (ids unknown to the registry: none, unless the engine changes)
 
@@ -118,7 +119,7 @@ def headline(entry: dict[str, Any]) -> str:
     verdict, note = entry["verdict"], entry["note"]
     if verdict == Verdict.XFAIL:
         return f"known failure ({note}): {first}" if first else f"known failure: {note}"
-    if verdict in (Verdict.STALE, Verdict.NOT_APPLICABLE, Verdict.EXCLUDED, Verdict.NOT_RUN):
+    if verdict in (Verdict.STALE, Verdict.NOT_APPLICABLE, Verdict.EXCLUDED, Verdict.NOT_SELECTED):
         return note
     if verdict == Verdict.NOT_TESTABLE and note:
         return f"{first} (baseline: {note})" if first else note
@@ -162,6 +163,7 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
             "findings": [_finding(f) for f in verdict.findings],
         }
         entry["message"] = headline(entry)
+        entry["reproduce"] = reproduction(result, entry)
         if not entry["message"] and verdict.verdict == Verdict.NOT_TESTABLE:
             missing = [c for c in entry["checks"] if c not in ran]
             entry["message"] = (
@@ -186,6 +188,12 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
             "baseline": getattr(target.baseline, "source", None),
         },
         "base_url": result.base_url,
+        "seed": getattr(result, "seed", None),  # of the generated requests: `--seed` reruns them
+        "only": list(getattr(result, "only", []) or []),  # the run's --only selectors (none: every check)
+        # What the run made on the target and removed (or kept, --keep), and what it could not remove.
+        "cleanup": result.cleanup.as_data() | {"summary": result.cleanup.summary()}
+        if getattr(result, "cleanup", None) is not None
+        else None,
         "started_at": result.started_at,
         "wall_time_seconds": round(result.wall_time, 3),
         "passed": bool(result.passed),

@@ -8,8 +8,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from generated.api.message import OpenAIMessage
-from generated.api.tool_call import OpenAIToolCall, OpenAIToolCallFunction
+from gns3_copilot_generated.api.message import OpenAIMessage
+from gns3_copilot_generated.api.tool_call import OpenAIToolCall, OpenAIToolCallFunction
 
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
 

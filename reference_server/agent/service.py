@@ -10,8 +10,8 @@ import aiosqlite
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from generated.api.chat_session import ChatSession
-from generated.api.conversation_history import ConversationHistory
+from gns3_copilot_generated.api.chat_session import ChatSession
+from gns3_copilot_generated.api.conversation_history import ConversationHistory
 
 from .converters import history_to_openai
 from .graph import TITLE_NODE, build_graph, stamp

@@ -9,8 +9,8 @@ from typing import Any
 
 import aiosqlite
 
-import spec
-from generated.api.chat_session import ChatSession
+import gns3_copilot_spec as spec
+from gns3_copilot_generated.api.chat_session import ChatSession
 from reference_server.timestamps import later_than, normalise, utc_now
 
 NEW_TITLE = "New Conversation"  # TITLE-001

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from generated.events.tool_call import StreamedToolCall, StreamedToolCallFunction, ToolCallEvent
-from generated.events.tool_end import ToolEndEvent
-from generated.events.tool_start import ToolStartEvent
+from gns3_copilot_generated.events.tool_call import StreamedToolCall, StreamedToolCallFunction, ToolCallEvent
+from gns3_copilot_generated.events.tool_end import ToolEndEvent
+from gns3_copilot_generated.events.tool_start import ToolStartEvent
 
 from .graph import LLM_NODE, TITLE_NODE
 

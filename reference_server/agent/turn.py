@@ -12,10 +12,10 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from generated.events.done import DoneEvent
-from generated.events.error import ErrorEvent
-from generated.events.heartbeat import HeartbeatEvent
-from generated.events.tool_end import ToolEndEvent
+from gns3_copilot_generated.events.done import DoneEvent
+from gns3_copilot_generated.events.error import ErrorEvent
+from gns3_copilot_generated.events.heartbeat import HeartbeatEvent
+from gns3_copilot_generated.events.tool_end import ToolEndEvent
 
 from .stream_translator import Event, StreamTranslator, TurnStatistics
 

@@ -12,8 +12,8 @@ from typing import Any, Literal, get_args, get_origin
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from generated.api.abort_result import SessionId
-from generated.api.chat_session import ChatSession
+from gns3_copilot_generated.api.abort_result import SessionId
+from gns3_copilot_generated.api.chat_session import ChatSession
 from reference_server.agent.context import LlmSettings
 from reference_server.agent.service import AgentService
 from reference_server.auth import Caller

@@ -14,11 +14,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 
-from generated.api.abort_result import AbortResult
-from generated.api.chat_request import ChatRequest
-from generated.api.chat_session import ChatSession
-from generated.api.conversation_history import ConversationHistory
-from generated.api.rename_request import RenameSessionRequest
+from gns3_copilot_generated.api.abort_result import AbortResult
+from gns3_copilot_generated.api.chat_request import ChatRequest
+from gns3_copilot_generated.api.chat_session import ChatSession
+from gns3_copilot_generated.api.conversation_history import ConversationHistory
+from gns3_copilot_generated.api.rename_request import RenameSessionRequest
 from reference_server.agent.context import set_request_context
 from reference_server.agent.turn import Turn
 from reference_server.auth import Caller, authenticated

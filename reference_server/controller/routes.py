@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Depends, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-import spec
+import gns3_copilot_spec as spec
 from reference_server.agent.tools import write_default_topology
 from reference_server.auth import Caller, authenticated, require_superadmin
 from reference_server.errors import ApiError, from_pydantic, unauthorized
@@ -92,6 +92,17 @@ async def create_user(body: NewUser, caller: Authenticated, request: Request) ->
     except Conflict as exc:
         raise ApiError(400, "bad_request", str(exc)) from exc
     return user.public()
+
+
+@router.delete("/access/users/{user_id}", status_code=204)
+async def delete_user(user_id: str, caller: Authenticated, request: Request) -> Response:
+    """gns3-server's user deletion (superadmin only; a superadmin cannot delete itself)."""
+    require_superadmin(caller)
+    if user_id == caller.user.user_id:
+        raise ApiError(403, "forbidden", "Permission denied: a superadmin cannot delete itself")
+    if not await _services(request).store.remove_user(user_id):
+        raise ApiError(404, "user_not_found", f"User ID {user_id} doesn't exist")
+    return Response(status_code=204)
 
 
 # --- projects ---------------------------------------------------------------------------------------------

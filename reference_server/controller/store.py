@@ -111,6 +111,13 @@ class ControllerStore:
 
     # --- users ------------------------------------------------------------------------------------------
 
+    async def remove_user(self, user_id: str) -> bool:
+        """The user and (ON DELETE CASCADE) its LLM configurations; its chat sessions stay in their projects, as in
+        gns3-server, and go with them."""
+        cursor = await self.db.execute("DELETE FROM users WHERE user_id = ?", (user_id,))
+        await self.db.commit()
+        return cursor.rowcount > 0
+
     async def count_users(self) -> int:
         return (await self._rows("SELECT COUNT(*) FROM users"))[0][0]
 

@@ -1,6 +1,6 @@
 """Build a legacy project database with rows in it, for the migration tests (MIGRATION-001..003).
 
-    python -m spec.db.legacy_fixture OUT.db --user-id U --project-id P [--other-user-id O]
+    python -m gns3_copilot_spec.db.legacy_fixture OUT.db --user-id U --project-id P [--other-user-id O]
 
 The file gets the legacy `chat_sessions` schema named in spec/db/contract.yaml (no `pinned` column), in WAL
 mode, with LEGACY_ROWS for the user and one row of another user (so isolation can be checked after the
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import spec
+import gns3_copilot_spec as spec
 
 # Timestamps in SQLite's CURRENT_TIMESTAMP form, as legacy builds stored them.
 LEGACY_ROWS: tuple[dict[str, Any], ...] = (

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.__main__ import arguments
 from conformance.checks import select
 from conformance.cli import cli
@@ -43,7 +43,7 @@ def script() -> list[str]:
 def test_run_help_names_every_option():
     result = invoke("run", "--help")
     assert result.exit_code == 0
-    for option in ("--target", "--report-dir", "--jobs", "--only", "--quiet"):
+    for option in ("--target", "--report-dir", "--jobs", "--only", "--seed", "--keep", "--quiet"):
         assert option in result.output
     assert "Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target" in " ".join(
         result.output.split()
@@ -68,10 +68,16 @@ def test_an_unknown_target_name_exits_2():
     assert "no built-in target of that name" in result.output and "Traceback" not in result.output
 
 
-def test_only_that_selects_no_check_exits_2():
+def test_only_that_selects_no_check_exits_2_naming_the_closest():
     result = invoke("run", "--only", "no.such.check")
     assert result.exit_code == 2
-    assert "--only no.such.check selects no check" in result.output
+    assert "--only no.such.check: no requirement id, area or check id of that name" in result.output
+    result = invoke("run", "--only", "stats", "TITLE-03")  # the second of two values after one --only
+    assert result.exit_code == 2 and "did you mean TITLE-003" in result.output and "Traceback" not in result.output
+    result = invoke("run", "--only", "TITLE-005")
+    assert result.exit_code == 2 and "TITLE-005 is excluded from the suite" in result.output
+    result = invoke("run", "--only")
+    assert result.exit_code == 2 and "requires an argument" in result.output
 
 
 def test_jobs_must_be_positive():
@@ -144,7 +150,7 @@ def test_our_own_pytest_does_not_collect_the_requirement_tests():
 
 def test_the_plugin_reports_a_bad_target_as_a_usage_error():
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", "no-such-target", "-q"],
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--copilot-target", "no-such-target", "-q"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -183,6 +189,7 @@ def test_end_to_end_against_the_reference_server(tmp_path):
     assert completed.returncode == 0, f"not passing: {failing}\n{completed.stderr[-2000:]}"
     assert data["passed"] is True and "RESULT: PASSED" in output
 
+    # The plugin, with tests selected by requirement id: only the checks that judge them run.
     plugin_reports = tmp_path / "plugin"
     completed = subprocess.run(
         [
@@ -191,14 +198,14 @@ def test_end_to_end_against_the_reference_server(tmp_path):
             "pytest",
             "--pyargs",
             "conformance",
-            "--target",
+            "--copilot-target",
             "reference",
             "-q",
             "-p",
             "no:cacheprovider",
-            "--only",
-            "framing.frames",
-            "--report-dir",
+            "-k",
+            "FRAME-001 or TITLE-003",
+            "--copilot-report-dir",
             str(plugin_reports),
         ],
         cwd=ROOT,
@@ -208,12 +215,41 @@ def test_end_to_end_against_the_reference_server(tmp_path):
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
     data = check_reports(plugin_reports)
-    framing = [r for r in data["requirements"] if "framing.frames" in r["checks"]]
-    assert framing and all(r["verdict"] == "PASS" for r in framing)
-    passed = len(framing)
-    skipped = len(IDS) - passed
-    assert f"{passed} passed, {skipped} skipped" in completed.stdout
+    needed = {c.id for c in select(["FRAME-001", "TITLE-003"])}
+    assert {c["id"] for c in data["checks"]} == needed
+    judged = {r["id"] for r in data["requirements"] if r["verdict"] != "NOT SELECTED" and r["verdict"] != "EXCLUDED"}
+    assert {"FRAME-001", "TITLE-003"} <= judged
+    assert "2 passed, 108 deselected" in completed.stdout
     assert "copilot-conformance" in completed.stdout and "run took" in completed.stdout
+
+
+def test_the_plugin_is_inactive_without_a_copilot_option(tmp_path):
+    """Installed, the plugin loads in every pytest of the environment: without a --copilot-* option it runs
+    nothing, and its options are all prefixed (an unprefixed --target is not its own)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "-q", "-p", "no:cacheprovider", "-rs"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    assert f"{len(IDS)} skipped" in completed.stdout
+    assert "copilot-conformance is inactive: give --copilot-target" in completed.stdout
+    assert not (tmp_path / "reports").exists() and "run took" not in completed.stdout
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", "reference", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 4 and "unrecognized arguments: --target" in completed.stderr
+    help_text = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    ).stdout
+    for option in ("--copilot-target", "--copilot-report-dir", "--copilot-only", "--copilot-seed", "--copilot-keep"):
+        assert option in help_text
 
 
 def test_a_target_that_does_not_start_is_a_harness_error_with_reports(tmp_path):

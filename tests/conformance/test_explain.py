@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance import explain as explain_module
 from conformance.explain import HEADINGS, Location, UnknownRequirement, explain, mentioned_ids, render
 from tests.quality.mutants import MUTANTS

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.checks import AREAS, area_of, load_all
 
 CHECKS_DIR = Path(__file__).resolve().parents[2] / "conformance" / "checks"

@@ -11,7 +11,7 @@ from itertools import cycle
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.engine import CheckRun, RunResult
 from conformance.findings import Finding, Outcome, RequirementVerdict, Verdict
 from conformance.reports import report_data, write_reports
@@ -145,7 +145,7 @@ def test_json_holds_the_run_and_every_requirement(written):
     assert data["passed"] is False
     expected = {v: sum(1 for _, x in zip(IDS, cycle(VERDICTS), strict=False) if x == v) for v in VERDICTS}
     assert {k: v for k, v in data["counts"].items() if k in expected} == expected
-    assert data["counts"][Verdict.NOT_RUN] == 0
+    assert data["counts"][Verdict.NOT_SELECTED] == 0
     by_id = {r["id"]: r for r in data["requirements"]}
     for record in RECORDS:
         entry = by_id[record["id"]]
@@ -279,8 +279,8 @@ def test_requirements_without_a_verdict_are_reported_not_run(tmp_path):
     paths = write_reports(result, tmp_path)
     data = json.loads(paths[0].read_text())
     assert [r["id"] for r in data["requirements"]] == IDS
-    assert {r["verdict"] for r in data["requirements"][5:]} == {Verdict.NOT_RUN}
-    assert data["counts"][Verdict.NOT_RUN] == len(IDS) - 5
+    assert {r["verdict"] for r in data["requirements"][5:]} == {Verdict.NOT_SELECTED}
+    assert data["counts"][Verdict.NOT_SELECTED] == len(IDS) - 5
     cases = ET.parse(paths[1]).getroot().find("testsuite").findall("testcase")
     assert [c.get("name") for c in cases] == IDS
     assert all(c.find("skipped") is not None for c in cases[5:])

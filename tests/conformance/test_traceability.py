@@ -3,7 +3,7 @@ names exists in conformance/checks/, and every check there is named by some requ
 
 from __future__ import annotations
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.checks import load_all
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.checks import CheckSpec
 from conformance.engine import run_check
 from conformance.errors import BlockedBy, NotTestable
@@ -52,7 +52,7 @@ def test_the_verdict_and_outcome_values_are_the_documented_ones():
         "N/A",
         "EXCLUDED",
         "ERROR",
-        "NOT RUN",
+        "NOT SELECTED",
         "FLAKY",
     ]
     assert [o.value for o in Outcome] == ["passed", "failed", "not_testable", "harness_error"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import spec
-from spec.db.legacy_fixture import LEGACY_ROWS, build_legacy_database, main
+import gns3_copilot_spec as spec
+from gns3_copilot_spec.db.legacy_fixture import LEGACY_ROWS, build_legacy_database, main
 
 CONTRACT = spec.load_document(spec.DB_DIR / "contract.yaml")
 

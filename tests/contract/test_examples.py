@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.framing import parse_stream
 from conformance.stream_rules import check_events
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-import spec
+import gns3_copilot_spec as spec
 
 SCHEMA = spec.FAKE_LLM_DIR / "script.schema.json"
 EXAMPLES = sorted((spec.FAKE_LLM_DIR / "examples").glob("*.yaml"))

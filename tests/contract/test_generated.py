@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.framing import parse_stream
-from generated.api.chat_request import ChatRequest
-from generated.api.chat_session import ChatSession
-from generated.events.chat_stream_event import ChatStreamEvent
-from generated.events.tool_call import ToolCallEvent
+from gns3_copilot_generated.api.chat_request import ChatRequest
+from gns3_copilot_generated.api.chat_session import ChatSession
+from gns3_copilot_generated.events.chat_stream_event import ChatStreamEvent
+from gns3_copilot_generated.events.tool_call import ToolCallEvent
 
 
 def test_generated_is_up_to_date(repo_root: Path):

@@ -14,7 +14,7 @@ from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-import spec
+import gns3_copilot_spec as spec
 
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace", "query"}
 

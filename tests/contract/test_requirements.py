@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 
 RULE = re.compile(r"^- \*\*(?P<id>[A-Z]+(?:-[A-Z]+)*-\d{3})\*\* \((?P<level>MUST|SHOULD|MAY)\) (?P<text>.+)$")
 ID_FORMAT = re.compile(r"^[A-Z]+(?:-[A-Z]+)*-\d{3}$")

@@ -304,7 +304,7 @@ def _coercing_json_types() -> None:
 
 def _empty_session(service, session_id: str, caller):
     """A session row that does not exist, as a server that invents one would answer it."""
-    from generated.api.chat_session import ChatSession
+    from gns3_copilot_generated.api.chat_session import ChatSession
 
     now = "2026-01-01T00:00:00.000000Z"
     return ChatSession(
@@ -452,8 +452,8 @@ def _create_once() -> None:
     {"MIGRATION-001", "MIGRATION-002", "MIGRATION-003"},
 )
 def _no_migration() -> None:
+    import gns3_copilot_spec as spec
     import reference_server.agent.service as service
-    import spec
 
     async def migrate(db):
         await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.findings import Outcome, Verdict
 
 from .mutants import MUTANTS

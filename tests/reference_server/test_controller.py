@@ -335,6 +335,30 @@ async def test_user_creation_errors(lab):
     assert names == ["admin", "frank"]
 
 
+async def test_a_deleted_user_cannot_log_in_and_its_configurations_go_with_it(lab):
+    """What the suite's clean-up relies on: DELETE /v3/access/users/{id}, superadmin only, as in gns3-server."""
+    user_id, henry = await new_user(lab, "henry")
+    body = {
+        "name": "cfg",
+        "model_type": "text",
+        "provider": "openai",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+    }
+    assert (await lab.client.post(configs_url(user_id), headers=henry, json=body)).status_code == 201
+    assert_error(await lab.client.delete(f"/v3/access/users/{user_id}", headers=henry), 403, "forbidden")
+    admin_id = (await lab.client.get("/v3/access/users/me", headers=lab.headers)).json()["user_id"]
+    assert_error(await lab.client.delete(f"/v3/access/users/{admin_id}", headers=lab.headers), 403, "forbidden")
+
+    assert (await lab.client.delete(f"/v3/access/users/{user_id}", headers=lab.headers)).status_code == 204
+    assert_unauthorized(await login(lab.client, "henry", "password-1"))
+    assert_unauthorized(await lab.client.get("/v3/access/users/me", headers=henry))  # its token names nobody now
+    assert_error(await lab.client.delete(f"/v3/access/users/{user_id}", headers=lab.headers), 404, "user_not_found")
+    assert_error(await lab.client.get(configs_url(user_id), headers=lab.headers), 404, "user_not_found")
+    names = [u["username"] for u in (await lab.client.get("/v3/access/users", headers=lab.headers)).json()]
+    assert names == ["admin"]
+
+
 # --- projects ------------------------------------------------------------------------------------------------
 
 

@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
+from gns3_copilot_spec.db.legacy_fixture import build_legacy_database
 from reference_server.agent.service import database_path
-from spec.db.legacy_fixture import build_legacy_database
 
 pytestmark = pytest.mark.anyio
 

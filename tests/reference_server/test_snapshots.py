@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-import spec
+import gns3_copilot_spec as spec
 from conformance.framing import parse_stream
 from conformance.sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
 from tests.reference_server.conftest import in_process_lab

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import spec
+import gns3_copilot_spec as spec
 
 HERE = Path(__file__).resolve().parent
 
