@@ -20,6 +20,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import venv
 from pathlib import Path
 
@@ -66,13 +68,62 @@ def ensure_venv() -> Path:
     return PYTHON
 
 
-def cmd_test(extra: list[str]) -> int:
-    python = ensure_venv()
-    code = _run(python, "-m", "pytest", *extra, check=False)
+# The test command's groups, each one pytest process, all at the same time: most of the time of the slow groups is
+# spent waiting on the servers and scripted silences of conformance runs, not computing. Together they are every
+# test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
+TEST_GROUPS: dict[str, list[str]] = {
+    "mutants": ["tests/quality/test_mutants.py"],
+    "quality": ["tests/quality", "--ignore", "tests/quality/test_mutants.py"],
+    "rest": ["tests", "--ignore", "tests/quality"],
+}
+
+
+def _pytest_status(code: int) -> int:
     if code == PYTEST_NO_TESTS:
         print("pytest collected no tests: treating that as a failure", file=sys.stderr)
         return 1
     return code
+
+
+def _run_groups(python: Path, groups: dict[str, list[str]]) -> int:
+    """Every group in its own pytest process at once; each line of output prefixed with its group's name."""
+    print("+ " + "  |  ".join(f"pytest {' '.join(args)}" for args in groups.values()), flush=True)
+    started = time.monotonic()
+    running = {
+        name: subprocess.Popen(
+            [str(python), "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        for name, args in groups.items()
+    }
+    width = max(map(len, groups))
+
+    def relay(name: str, process: subprocess.Popen) -> None:
+        for line in process.stdout:
+            print(f"[{name:<{width}}] {line}", end="", flush=True)
+
+    threads = [threading.Thread(target=relay, args=item) for item in running.items()]
+    for thread in threads:
+        thread.start()
+    results = {}
+    for name, process in running.items():
+        results[name] = (process.wait(), time.monotonic() - started)
+    for thread in threads:
+        thread.join()
+    for name, (code, took) in results.items():
+        print(f"test group {name}: pytest exit {code} after {took:.0f} s", flush=True)
+    return max(_pytest_status(code) for code, _ in results.values())
+
+
+def cmd_test(extra: list[str]) -> int:
+    python = ensure_venv()
+    if extra:  # a chosen subset, for iteration: one pytest as asked
+        return _pytest_status(_run(python, "-m", "pytest", *extra, check=False))
+    return _run_groups(python, TEST_GROUPS)
 
 
 def cmd_conformance(extra: list[str]) -> int:

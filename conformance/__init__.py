@@ -11,6 +11,7 @@ Run the suite from Python (what `copilot-conformance run` does, without the repo
 
     result = conformance.run_suite(conformance.load_target("my-server.yaml"))
     print(result.passed, {v.id: v.verdict for v in result.verdicts})
+    conformance.run_suite(target, only=["TITLE-003", "stats"], seed=7, keep=True)   # as --only, --seed, --keep
 
 Snapshot-test streams with syrupy: `conformance.snapshot_text(body)` and `conformance.SseSnapshotExtension`.
 """
@@ -21,11 +22,12 @@ from typing import Any
 
 import gns3_copilot_spec as spec
 
+from .checks import SelectionError
 from .engine import RunResult, run, run_suite
 from .errors import Blocked, ConformanceError, HarnessError, NotTestable, TargetError
 from .findings import Finding, Outcome, RequirementVerdict, Verdict
 from .framing import ParsedStream, parse_stream
-from .sse_snapshot import snapshot_events, snapshot_text
+from .sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
 from .stream_rules import check_events
 from .target import Target, load_target, parse_target
 from .violations import Violation
@@ -40,6 +42,7 @@ __all__ = [
     "ParsedStream",
     "RequirementVerdict",
     "RunResult",
+    "SelectionError",
     "SseSnapshotExtension",
     "Target",
     "TargetError",
@@ -64,14 +67,3 @@ def requirement(requirement_id: str) -> dict[str, Any]:
         if record["id"] == requirement_id:
             return record
     raise KeyError(f"no requirement {requirement_id!r} in the registry")
-
-
-def __getattr__(name: str) -> Any:
-    # The syrupy extension exists only where syrupy is installed (a test dependency, not one of the suite's).
-    if name == "SseSnapshotExtension":
-        from . import sse_snapshot
-
-        if not hasattr(sse_snapshot, "SseSnapshotExtension"):
-            raise ImportError("conformance.SseSnapshotExtension needs syrupy: pip install syrupy")
-        return sse_snapshot.SseSnapshotExtension
-    raise AttributeError(f"module 'conformance' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Opaque values (session ids, tool call ids, message ids) are masked by ordinal (`<session_id:1>`), so equal
 ids stay visibly equal and a change of identity shows in the diff; runs of heartbeats collapse to one line
-(their number depends on timing). Use it in any pytest suite that has syrupy installed:
+(their number depends on timing). Use it in any pytest suite (syrupy comes with the suite):
 
     from conformance.sse_snapshot import SseSnapshotExtension, snapshot_text
     def test_stream(snapshot):
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .framing import parse_stream
 
@@ -61,17 +63,11 @@ def snapshot_text(body: str) -> str:
     return text
 
 
-try:
-    from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-except ImportError:  # syrupy is a test dependency; the text functions above work without it
-    pass
-else:
+class SseSnapshotExtension(SingleFileSnapshotExtension):
+    """One reviewable `.sse` file per snapshot."""
 
-    class SseSnapshotExtension(SingleFileSnapshotExtension):
-        """One reviewable `.sse` file per snapshot."""
+    file_extension = "sse"
+    _write_mode = WriteMode.TEXT
 
-        file_extension = "sse"
-        _write_mode = WriteMode.TEXT
-
-        def serialize(self, data: Any, **_: Any) -> str:
-            return str(data)
+    def serialize(self, data: Any, **_: Any) -> str:
+        return str(data)

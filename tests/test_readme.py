@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
+import json
 import re
+import subprocess
 from pathlib import Path
+
+from tests.readme import SECTIONS_RUN_WHOLE, commands, readme_command
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -30,3 +35,50 @@ def test_the_two_commands_exist_and_ci_runs_the_test_command():
     assert "python3 tasks.py conformance" in text and "python3 tasks.py test" in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert "python3 tasks.py test" in ci
+
+
+# Commands no test runs itself, and why that is enough.
+RUN_ELSEWHERE = {
+    "python3 tasks.py test": ".ci/run runs exactly this (the test above holds it to that)",
+}
+
+
+def claimed_commands() -> dict[str, str]:
+    """README command -> the test file that runs it through tests.readme (readme_command / readme_line)."""
+    claimed = {}
+    for path in (README.parent / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("readme_command", "readme_line")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                claimed[node.args[0].value] = str(path.relative_to(README.parent))
+    return claimed
+
+
+def test_every_readme_command_is_run_by_a_test():
+    claimed = claimed_commands()
+    for module in SECTIONS_RUN_WHOLE.values():
+        assert (README.parent / module).is_file(), module
+    unclaimed = [c for c in commands() if c not in claimed and c not in RUN_ELSEWHERE]
+    assert unclaimed == [], "run these in a test with tests.readme.readme_command(...) (or readme_line)"
+    stale = sorted(c for c in claimed if c not in commands(with_whole_sections=True))
+    assert stale == [], "these tests run commands the README no longer shows"
+
+
+def test_the_readme_main_job_command_runs_the_suite_and_passes():
+    """`python3 tasks.py conformance`, as the README shows it, from the repository root (its reports go to
+    reports/, as the README says)."""
+    completed = subprocess.run(
+        readme_command("python3 tasks.py conformance"),
+        cwd=README.parent,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert "RESULT: PASSED" in completed.stdout and "run took" in completed.stdout
+    data = json.loads((README.parent / "reports" / "conformance.json").read_text())
+    assert data["passed"] and data["target"]["name"] == "reference-server"

@@ -112,7 +112,7 @@ class SelectionError(ValueError):
 
 def _selected_by(selector: str, checks: dict[str, CheckSpec]) -> list[str]:
     """The ids of the checks one selector names: a requirement id (the checks that judge it), an area, a check id,
-    or the start of check ids (`titles.once`)."""
+    or a group of check ids up to a dot (`framing.`)."""
     records = {r["id"].upper(): r for r in spec.load_requirements()["requirements"]}
     record = records.get(selector.upper())
     if record is not None:
@@ -122,13 +122,17 @@ def _selected_by(selector: str, checks: dict[str, CheckSpec]) -> list[str]:
             )
         return [c for c in record.get("checks", []) if c in checks]
     if selector in AREAS.values():
-        return [c for c, s in checks.items() if s.area == selector]
-    return [c for c in checks if c == selector or c.startswith(selector)]
+        named = [c for c, s in checks.items() if s.area == selector]
+        if not named:
+            raise SelectionError(f"the area {selector} has no checks: its requirements are excluded from the suite")
+        return named
+    # A check id, or a group of them on a dot boundary (`titles.` and `titles` alike: never `stat` for `stats.`).
+    return [c for c in checks if c == selector or c.startswith(selector.rstrip(".") + ".")]
 
 
 def select(only: Iterable[str] | None) -> list[CheckSpec]:
     """The checks a run with `only` runs, in registry order: every check without `only`. Each selector is a
-    requirement id, an area, a check id or the start of check ids; several may share one value, separated by
+    requirement id, an area, a check id or a group of check ids up to a dot; several may share one value, separated by
     commas. A selector that names nothing raises SelectionError with the closest names."""
     checks = load_all()
     selectors = [part.strip() for value in (only or []) for part in value.split(",") if part.strip()]

@@ -99,12 +99,13 @@ def standalone(result: Any, evidence: dict[str, Any]) -> list[str]:
         "names:",
         f"copilot-conformance scripts export {SCRIPTS_DIR} --target {target_argument(result.target)}",
         f"python -m fake_llm serve --scripts {SCRIPTS_DIR} --port {port} &",
+        f"until curl -sf http://127.0.0.1:{port}/v1/models >/dev/null; do sleep 0.2; done",
     ]
     request = evidence.get("request") or {}
     tokens = _token_lines(result, request.get("as_user", "main"), _authorization(evidence["reproduction"]))
     if tokens:
         lines += ["# 2. the bearer token the exchange was sent with:", *tokens]
-    lines += ["# 3. the exchange:", evidence["reproduction"]]
+    lines += ["# 3. the exchange, then the fake LLM stopped:", evidence["reproduction"], "kill %1"]
     return lines
 
 

@@ -1,6 +1,7 @@
 """The entry points: `copilot-conformance` (click), `python -m conformance`, and the pytest plugin
-(`pytest --pyargs conformance`). The last test runs the whole suite against the reference server, twice over
-(CLI and pytest plugin), as subprocesses: it takes some 30 s and is part of the normal test run on purpose."""
+(`pytest --pyargs conformance`). The end-to-end test runs the whole suite against the reference server with the
+README's commands (the main job, then a part through the pytest plugin), as subprocesses: it takes some 30 s and
+is part of the normal test run on purpose."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from conformance.__main__ import arguments
 from conformance.checks import select
 from conformance.cli import cli
 from conformance.pytest_plugin import REQUIREMENT_TESTS
+from tests.readme import readme_command
 
 from .test_target_file import minimal
 
@@ -172,8 +174,9 @@ def check_reports(directory: Path) -> dict:
 def test_end_to_end_against_the_reference_server(tmp_path):
     """The whole suite through the console script, then a part of it through the pytest plugin."""
     cli_reports = tmp_path / "cli"
+    command = readme_command(".venv/bin/copilot-conformance run")
     completed = subprocess.run(
-        [*script(), "run", "--report-dir", str(cli_reports)],
+        [str(ROOT / command[0]), *command[1:], "--report-dir", str(cli_reports)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -191,20 +194,14 @@ def test_end_to_end_against_the_reference_server(tmp_path):
 
     # The plugin, with tests selected by requirement id: only the checks that judge them run.
     plugin_reports = tmp_path / "plugin"
+    command = readme_command(".venv/bin/pytest --pyargs conformance --copilot-target reference -k TITLE-003")
     completed = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--pyargs",
-            "conformance",
-            "--copilot-target",
-            "reference",
+            str(ROOT / command[0]),
+            *command[1:],
             "-q",
             "-p",
             "no:cacheprovider",
-            "-k",
-            "FRAME-001 or TITLE-003",
             "--copilot-report-dir",
             str(plugin_reports),
         ],
@@ -215,11 +212,10 @@ def test_end_to_end_against_the_reference_server(tmp_path):
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
     data = check_reports(plugin_reports)
-    needed = {c.id for c in select(["FRAME-001", "TITLE-003"])}
-    assert {c["id"] for c in data["checks"]} == needed
-    judged = {r["id"] for r in data["requirements"] if r["verdict"] != "NOT SELECTED" and r["verdict"] != "EXCLUDED"}
-    assert {"FRAME-001", "TITLE-003"} <= judged
-    assert "2 passed, 108 deselected" in completed.stdout
+    assert [c["id"] for c in data["checks"]] == [c.id for c in select(["TITLE-003"])] == ["titles.sticky_after_rename"]
+    judged = {r["id"]: r["verdict"] for r in data["requirements"] if r["verdict"] not in ("NOT SELECTED", "EXCLUDED")}
+    assert judged == {"TITLE-003": "PASS"}
+    assert "1 passed, 109 deselected" in completed.stdout
     assert "copilot-conformance" in completed.stdout and "run took" in completed.stdout
 
 
@@ -293,6 +289,29 @@ def test_explain_prints_the_four_locations_of_every_requirement(requirement_id):
     for heading in ("specified:", "checked by:", "implemented in", "proven by mutants:"):
         assert heading in result.output, (requirement_id, heading)
     assert f"{requirement_id} (" in result.output.splitlines()[0]
+
+
+def test_the_readme_explain_command():
+    command = readme_command(".venv/bin/copilot-conformance explain TOOLCALL-005")
+    completed = subprocess.run([str(ROOT / command[0]), *command[1:]], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith("TOOLCALL-005 (") and "proven by mutants:" in completed.stdout
+
+
+def test_the_readme_scripts_export_command_writes_scripts_the_fake_llm_loads(tmp_path):
+    from fake_llm.scripts import ScriptLibrary
+
+    command = readme_command(".venv/bin/copilot-conformance scripts export cs-scripts")
+    completed = subprocess.run(
+        [str(ROOT / command[0]), *command[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    written = sorted(p.stem for p in (tmp_path / "cs-scripts").glob("*.yaml"))
+    assert completed.stdout.strip() == f"wrote {len(written)} scripts for target reference-server to cs-scripts"
+    assert set(written) <= set(ScriptLibrary.from_folders([tmp_path / "cs-scripts"]).names())
+    assert "cs-plain" in written and "cs-slow" in written
+    bad = invoke("scripts", "export", str(tmp_path / "x"), "--target", "no-such-target")
+    assert bad.exit_code == 2 and "bad target" in bad.output
 
 
 def test_explain_an_unknown_id_exits_2_naming_the_closest():

@@ -14,6 +14,7 @@ EXPECTED = {
     "ParsedStream",
     "RequirementVerdict",
     "RunResult",
+    "SelectionError",
     "SseSnapshotExtension",
     "Target",
     "TargetError",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import openai
@@ -19,7 +22,9 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from fake_llm.chat_model import FakeScriptedChatModel
 from fake_llm.errors import ScriptedFailure
+from fake_llm.scripts import ScriptLibrary
 from fake_llm.selection import tag_for
+from tests.readme import readme_command
 
 
 @tool
@@ -35,6 +40,7 @@ def run_show_command(device: str, command: str) -> str:
 
 
 TOOLS = [get_topology, run_show_command]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -258,3 +264,30 @@ def test_async_stream_and_generate_match_sync():
     assert assemble(generated) == assemble(sync)
     assert [c["id"] for c in merged.tool_calls] == ["call_par_1", "call_par_2"]
     assert generated.id == sync.id  # deterministic ids
+
+
+def test_the_readme_serve_command_serves_the_built_in_scripts_and_a_folder_of_extra_ones(tmp_path):
+    """As the README shows it, with 8099 swapped for a free port; `my-scripts/` holds one script of our own."""
+    command = readme_command(".venv/bin/python -m fake_llm serve --port 8099 --scripts my-scripts/")
+    (tmp_path / "my-scripts").mkdir()
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    script = {
+        "name": "my-check",
+        "steps": [{"text_chunks": ["Hi"], "usage": usage}],
+        "title": {"text_chunks": ["T"], "usage": usage},
+    }
+    (tmp_path / "my-scripts" / "my-check.yaml").write_text(json.dumps(script), encoding="utf-8")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    argv = [str(ROOT / command[0]), *command[1:]]
+    argv[argv.index("8099")] = str(port)
+    process = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        builtin = len(ScriptLibrary.from_folders([]).names())
+        assert line, process.stderr.read()
+        assert line.strip() == f"fake-llm listening on http://127.0.0.1:{port}/v1 ({builtin + 1} scripts)"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -1,12 +1,14 @@
 """The suite gives the same verdicts whether it starts the reference server itself (the built-in target, with a
 1 s heartbeat) or is pointed through a target file's base_url at one started with every documented default
-(15 s heartbeat): the suite's stream deadlines follow the declarations, never its own fixed value."""
+(15 s heartbeat): the suite's stream deadlines follow the declarations, never its own fixed value. And a run
+through a base_url leaves nothing it made on the server: its users, their LLM configurations and its projects."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
 
+import httpx
 import yaml
 
 from conformance.engine import run
@@ -16,6 +18,16 @@ from tests.reference_server.conftest import start_server_process
 from .runs import reference_run
 
 DEFAULT_HEARTBEAT = 15  # reference_server/settings.py, and the README
+
+
+def what_is_on(base_url: str) -> dict[str, list[str]]:
+    with httpx.Client(base_url=base_url, trust_env=False) as client:
+        login = {"username": "admin", "password": "admin"}
+        token = client.post("/v3/access/users/authenticate", json=login).json()["access_token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        users = sorted(u["username"] for u in client.get("/v3/access/users", headers=headers).json())
+        projects = sorted(p["name"] for p in client.get("/v3/projects", headers=headers).json())
+    return {"users": users, "projects": projects}
 
 
 def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tmp_path):
@@ -30,8 +42,14 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
         path = tmp_path / "target.yaml"
         path.write_text(yaml.safe_dump(data), encoding="utf-8")
         over_http = asyncio.run(run(load_target(str(path))))
+        left_on_server = what_is_on(server.base_url)
     finally:
         server.stop()
+    # What the run made (users, their LLM configurations, a project per check) is gone: only the admin is left.
+    assert over_http.cleanup is not None and not over_http.cleanup.kept and over_http.cleanup.left == []
+    assert over_http.cleanup.removed["user"] == 3 and over_http.cleanup.removed["project"] > 50
+    assert left_on_server == {"users": ["admin"], "projects": []}
+    assert not list((tmp_path / "data" / "projects").iterdir())
     built_in = reference_run()
     assert {v.id: v.verdict for v in over_http.verdicts} == {v.id: v.verdict for v in built_in.verdicts}
     assert over_http.passed and built_in.passed

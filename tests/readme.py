@@ -1,0 +1,50 @@
+"""The README's shell commands, for the tests that run them: `readme_command("...")` returns the argv of a command
+exactly as the README shows it (so the test runs what a reader copies), and fails when the README no longer has it.
+tests/test_readme.py checks that every command of the README is claimed this way, or sits in a section that a
+test runs whole (SECTIONS_RUN_WHOLE)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+# Sections whose shell blocks a test runs as a whole, in its own way.
+SECTIONS_RUN_WHOLE = {
+    "### Quick start": "tests/reference_server/test_quickstart.py",
+    "## The real GNS3 server": "tests/gns3/test_readme_gns3.py",
+}
+
+
+def _sections() -> list[tuple[str, str]]:
+    """(heading, text) of every section, at any level."""
+    parts = re.split(r"^(#{2,4} .+)$", README.read_text(encoding="utf-8"), flags=re.M)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def commands(*, with_whole_sections: bool = False) -> list[str]:
+    """Every command line of the README's ```sh blocks: continuation lines joined, the trailing comment and the
+    comment-only lines left out."""
+    found = []
+    for heading, text in _sections():
+        if heading in SECTIONS_RUN_WHOLE and not with_whole_sections:
+            continue
+        for block in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = re.split(r"\s{2,}#", line)[0].strip()
+                if line and not line.startswith("#"):
+                    found.append(" ".join(line.split()))
+    return found
+
+
+def readme_line(text: str) -> str:
+    """The README command `text` as a shell line (for `bash -c`), after checking the README shows it."""
+    assert text in commands(), f"the README shows no command {text!r}; it has: {commands()}"
+    return text
+
+
+def readme_command(text: str) -> list[str]:
+    """The argv of the README command `text` (exactly as the README shows it, without its comment)."""
+    return shlex.split(readme_line(text))
