@@ -339,7 +339,7 @@ async def run(
     except TargetError:  # the target file is wrong (preflight): a usage error for the caller, not a verdict
         raise
     except HarnessError as exc:  # the fake LLM or the target did not start, provisioning failed
-        return _failed_run(target, str(exc), str(exc), started, started_at)
+        result = _failed_run(target, str(exc), str(exc), started, started_at)
     except Exception as exc:  # a suite bug, or a target broken in a way the engine does not catch
         message = f"harness error: {type(exc).__name__}: {exc}"
         details = message + "\n" + "".join(traceback.format_exception(exc)[-4:])
@@ -352,7 +352,7 @@ async def _finish(env: Environment, keep: bool) -> CleanupReport:
     """The clean-up, which never costs the run its verdicts: a failure of its own is listed as what it left."""
     try:
         return await clean_up(env, keep=keep)
-    except Exception as exc:  # noqa: BLE001 - reported, not raised
+    except Exception as exc:  # reported, not raised
         return CleanupReport(False, {}, [Leftover("cleanup", "", f"the clean-up failed: {type(exc).__name__}: {exc}")])
 
 

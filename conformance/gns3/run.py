@@ -1,12 +1,17 @@
 """`python3 tasks.py gns3` (= `python -m conformance.gns3.run`): the whole GNS3 run, from a clean clone.
 
-1. install gns3-server[ai-features]==3.1.0a7 from the pinned list into .cache/gns3-3.1.0a7/venv (reused while
-   the list is unchanged);
+For one release V (`--version`, default the newest supported; `conformance.gns3.VERSIONS` lists them):
+
+1. install gns3-server from the pinned list conformance/gns3/requirements-<V>.txt into .cache/gns3-<V>/venv
+   (reused while the list is unchanged; `--resolve-pins` re-resolves the list, see pins.py);
 2. re-run itself inside `unshare -rn` (a user and network namespace whose only interface is loopback, brought
    up with `ip link set lo up`), so neither server can reach anything but 127.0.0.1;
-3. run the suite with conformance/targets/gns3-3.1.0a7.yaml (the suite starts the fake LLM and the server,
+3. run the suite with conformance/targets/gns3-<V>.yaml (the suite starts the fake LLM and the server,
    provisions users, LLM configurations and projects through GNS3's REST API, and stops both by pid);
-4. write the reports to reports/gns3-3.1.0a7/ and the findings document to docs/gns3-3.1.0a7.md.
+4. write the reports to reports/gns3-<V>/ and the findings document to docs/gns3-<V>.md.
+
+`--matrix` does that for every supported release, one after the other, each in its own namespace, then writes
+docs/gns3-versions.md from the reports (matrix.py); `--matrix --doc-only` only rebuilds that document.
 """
 
 from __future__ import annotations
@@ -22,40 +27,39 @@ from pathlib import Path
 
 import click
 
-from . import VERSION
+from . import REPO, VERSION, VERSIONS, check_version, requirements_file, target_name, venv_dir
 
-REPO = Path(__file__).resolve().parents[2]
-REQUIREMENTS = Path(__file__).with_name(f"requirements-{VERSION}.txt")
-CACHE = REPO / ".cache" / f"gns3-{VERSION}"
-VENV = CACHE / "venv"
-STAMP = VENV / ".installed-from"
 INSIDE = "COPILOT_CONFORMANCE_NETNS"
 
 
-def ensure_gns3_venv() -> Path:
-    fingerprint = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == fingerprint and (VENV / "bin" / "gns3server").exists():
-        return VENV
-    shutil.rmtree(VENV, ignore_errors=True)
+def ensure_gns3_venv(version: str = VERSION) -> Path:
+    """.cache/gns3-<V>/venv with exactly the release's pin list; reinstalled only when the list changed."""
+    requirements = requirements_file(check_version(version))
+    env_dir = venv_dir(version)
+    stamp = env_dir / ".installed-from"
+    fingerprint = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == fingerprint and (env_dir / "bin" / "gns3server").exists():
+        return env_dir
+    shutil.rmtree(env_dir, ignore_errors=True)
     started = time.monotonic()
-    click.echo(f"installing gns3-server {VERSION} into {VENV.relative_to(REPO)} (about a minute, once)...", err=True)
-    venv.EnvBuilder(with_pip=True).create(VENV)
+    click.echo(f"installing gns3-server {version} into {env_dir.relative_to(REPO)} (about a minute, once)...", err=True)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     subprocess.run(
         [
-            str(VENV / "bin" / "python"),
+            str(env_dir / "bin" / "python"),
             "-m",
             "pip",
             "install",
             "--quiet",
             "--disable-pip-version-check",
             "-r",
-            str(REQUIREMENTS),
+            str(requirements),
         ],
         check=True,
     )
-    STAMP.write_text(fingerprint)
+    stamp.write_text(fingerprint)
     click.echo(f"installed in {time.monotonic() - started:.0f} s", err=True)
-    return VENV
+    return env_dir
 
 
 def network_namespace_available() -> bool:
@@ -65,7 +69,15 @@ def network_namespace_available() -> bool:
     return probe.returncode == 0
 
 
-def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
+def default_report_dir(version: str) -> Path:
+    return REPO / "reports" / target_name(version)
+
+
+def default_doc(version: str) -> Path:
+    return REPO / "docs" / f"{target_name(version)}.md"
+
+
+def _inside(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
     from conformance.engine import run_suite
     from conformance.findings_doc import write_findings
     from conformance.reports import write_reports
@@ -74,7 +86,7 @@ def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
     from conformance.target import load_target
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    target = load_target(f"gns3-{VERSION}")
+    target = load_target(target_name(version))
     result = run_suite(target, jobs=jobs)
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = write_reports(result, report_dir)
@@ -85,24 +97,10 @@ def _inside(report_dir: Path, doc: Path, jobs: int) -> int:
     return 0 if result.passed else 1
 
 
-@click.command()
-@click.option(
-    "--report-dir", type=click.Path(path_type=Path), default=REPO / "reports" / f"gns3-{VERSION}", show_default=True
-)
-@click.option(
-    "--doc",
-    type=click.Path(path_type=Path),
-    default=REPO / "docs" / f"gns3-{VERSION}.md",
-    show_default=True,
-    help="The findings document generated from conformance.json.",
-)
-@click.option("--jobs", default=6, show_default=True, help="Checks run at the same time.")
-def main(report_dir: Path, doc: Path, jobs: int) -> None:
-    """Run the conformance suite against gns3-server 3.1.0a7 in a loopback-only network namespace."""
-    if os.environ.get(INSIDE) == "1":
-        sys.exit(_inside(report_dir.resolve(), doc.resolve(), jobs))
+def run_version(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
+    """Install (cached), then run the suite against one release inside `unshare -rn`; the run's exit code."""
     started = time.monotonic()
-    ensure_gns3_venv()
+    ensure_gns3_venv(version)
     if not network_namespace_available():
         sys.exit(
             "cannot create a network namespace (`unshare -rn` with `ip`): the GNS3 run needs one, so that "
@@ -115,6 +113,8 @@ def main(report_dir: Path, doc: Path, jobs: int) -> None:
         sys.executable,
         "-m",
         "conformance.gns3.run",
+        "--version",
+        version,
         "--report-dir",
         str(report_dir),
         "--doc",
@@ -123,8 +123,91 @@ def main(report_dir: Path, doc: Path, jobs: int) -> None:
         str(jobs),
     ]
     code = subprocess.run(command, env=env, cwd=REPO).returncode
-    click.echo(f"GNS3 run took {time.monotonic() - started:.0f} s (exit {code})")
-    sys.exit(code)
+    click.echo(f"GNS3 {version} run took {time.monotonic() - started:.0f} s (exit {code})")
+    return code
+
+
+def _version(_ctx, _param, value: str) -> str:
+    try:
+        return check_version(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command()
+@click.option(
+    "--version",
+    default=VERSION,
+    show_default=True,
+    callback=_version,
+    help=f"The gns3-server release to run: one of {', '.join(VERSIONS)}.",
+)
+@click.option("--matrix", is_flag=True, help="Run every supported release, then write docs/gns3-versions.md.")
+@click.option(
+    "--doc-only",
+    is_flag=True,
+    help="With --matrix: only rebuild docs/gns3-versions.md from the reports in reports/gns3-*/ (no server runs).",
+)
+@click.option(
+    "--resolve-pins",
+    is_flag=True,
+    help="Re-resolve conformance/gns3/requirements-<version>.txt in a throw-away venv (pip freeze), then stop.",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(path_type=Path),
+    help="Where the reports go.  [default: reports/gns3-<version>]",
+)
+@click.option(
+    "--doc",
+    type=click.Path(path_type=Path),
+    help="The findings document generated from conformance.json.  [default: docs/gns3-<version>.md]",
+)
+@click.option("--jobs", default=6, show_default=True, help="Checks run at the same time.")
+def main(
+    version: str, matrix: bool, doc_only: bool, resolve_pins: bool, report_dir: Path | None, doc: Path | None, jobs: int
+) -> None:
+    """Run the conformance suite against a gns3-server 3.1 pre-release in a loopback-only network namespace."""
+    if os.environ.get(INSIDE) == "1":
+        sys.exit(_inside(version, report_dir.resolve(), doc.resolve(), jobs))
+    if resolve_pins:
+        from .pins import resolve_pins as resolve
+
+        resolve(version)
+        return
+    if doc_only and not matrix:
+        raise click.UsageError("--doc-only goes with --matrix")
+    if matrix:
+        if report_dir or doc:
+            raise click.UsageError("--matrix writes every release's default reports and documents")
+        sys.exit(_matrix(jobs, doc_only))
+    sys.exit(
+        run_version(
+            version,
+            (report_dir or default_report_dir(version)).resolve(),
+            (doc or default_doc(version)).resolve(),
+            jobs,
+        )
+    )
+
+
+def _matrix(jobs: int, doc_only: bool) -> int:
+    from .matrix import MATRIX_DOC, write_matrix
+
+    codes: dict[str, int] = {}
+    if not doc_only:
+        for version in VERSIONS:
+            codes[version] = run_version(version, default_report_dir(version), default_doc(version), jobs)
+    try:
+        out = write_matrix(REPO / "reports", MATRIX_DOC)
+    except FileNotFoundError as exc:  # reports/ is not committed: a fresh clone has none until a run made them
+        click.echo(f"{exc}: run `python3 tasks.py gns3 --matrix` (or --version V) first", err=True)
+        return 1
+    click.echo(f"wrote {out}")
+    failed = [v for v, code in codes.items() if code != 0]
+    if failed:
+        click.echo(f"releases whose run did not pass against its baseline: {', '.join(failed)}", err=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

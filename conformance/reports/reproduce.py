@@ -94,7 +94,13 @@ def standalone(result: Any, evidence: dict[str, Any]) -> list[str]:
     if not evidence.get("reproduction") or not replay:
         return []
     port = replay.get("fake_llm_port")
-    lines = [
+    lines = []
+    if "start" in result.target.data:
+        lines.append(
+            "# the suite started this server (start.command) and stopped it after the run: to replay, run the server "
+            "yourself and point a target file's base_url at it"
+        )
+    lines += [
         "# 1. the fake LLM, serving the suite's scripts for this target, on the port the users' LLM configuration "
         "names:",
         f"copilot-conformance scripts export {SCRIPTS_DIR} --target {target_argument(result.target)}",
