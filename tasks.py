@@ -4,7 +4,7 @@
     python3 tasks.py conformance   main job: the conformance suite against the built-in reference server
     python3 tasks.py test          the project's tests (what .ci/run runs)
     python3 tasks.py generate      regenerate generated/ from spec/
-    python3 tasks.py gns3          the suite against the real gns3-server 3.1.0a7 (see README)
+    python3 tasks.py gns3          the suite against the real gns3-server (3.1.0a7; --version V, --matrix: README)
     python3 tasks.py bench         benchmarks of the reference server (prints ratios; see bench/README.md)
     python3 tasks.py lock          re-resolve requirements/lock.txt from the ranges in pyproject.toml
 
@@ -101,22 +101,23 @@ def _run_groups(python: Path, groups: dict[str, list[str]]) -> int:
         for name, args in groups.items()
     }
     width = max(map(len, groups))
+    took: dict[str, float] = {}
 
     def relay(name: str, process: subprocess.Popen) -> None:
         for line in process.stdout:
             print(f"[{name:<{width}}] {line}", end="", flush=True)
+        took[name] = time.monotonic() - started  # its output ends when it does
 
     threads = [threading.Thread(target=relay, args=item) for item in running.items()]
     for thread in threads:
         thread.start()
-    results = {}
-    for name, process in running.items():
-        results[name] = (process.wait(), time.monotonic() - started)
     for thread in threads:
         thread.join()
-    for name, (code, took) in results.items():
-        print(f"test group {name}: pytest exit {code} after {took:.0f} s", flush=True)
-    return max(_pytest_status(code) for code, _ in results.values())
+    codes = {name: process.wait() for name, process in running.items()}
+    for name, code in codes.items():
+        print(f"test group {name}: pytest exit {code} after {took[name]:.0f} s", flush=True)
+    print(f"all groups done in {time.monotonic() - started:.0f} s", flush=True)
+    return max(_pytest_status(code) for code in codes.values())
 
 
 def cmd_test(extra: list[str]) -> int:

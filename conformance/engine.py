@@ -41,7 +41,8 @@ class CheckRun:
     observed: list[Finding] = field(default_factory=list)  # what its answers broke (CONTRACT-001, EVENT-001...)
     transient: list[str] = field(default_factory=list)  # the server's own errors it met (conformance.transient)
     rerun: CheckRun | None = None  # the second attempt, when transient errors made the suite run it again
-    # For a timed check run again alone: what its first attempt, under the run's load, failed (CheckSpec.timed).
+    # For a check run again alone: what its first attempt, under the run's load, failed or could not make happen
+    # (CheckSpec.timed, CheckSpec.raced).
     failed_under_load: str | None = None
 
     @property
@@ -73,7 +74,8 @@ class RunResult:
 
     @property
     def judged_alone(self) -> dict[str, str]:
-        """Check id -> what its first attempt failed, for each timed check judged again with the server alone."""
+        """Check id -> what its first attempt failed (a timed rule) or could not make happen (a race), for each check
+        judged again with the server alone."""
         return {run.id: run.failed_under_load for run in self.checks if run.failed_under_load is not None}
 
 
@@ -253,14 +255,15 @@ async def _rerun_transient(
     await asyncio.gather(*(again(r) for r in suspect))
 
 
-async def _judge_timed_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment) -> None:
-    """Run again, one at a time with nothing else running, every check whose duration rules did not pass (unless
-    it met transient errors: those are judged FLAKY or not by their re-run). The check is judged on that run."""
+async def _judge_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment) -> None:
+    """Run again, one at a time with nothing else running, every check whose duration rules did not pass, or whose
+    race did not happen (CheckSpec.timed, .raced), unless it met transient errors (those are judged FLAKY or not by
+    their re-run). The check is judged on that run."""
     for index, first in enumerate(check_runs):
         spec_ = specs[first.id]
         if first.rerun is not None:
             continue
-        failed = [f.message for f in first.all_findings if f.requirement in spec_.timed and f.outcome != Outcome.PASSED]
+        failed = [f.message for f in first.all_findings if spec_.judged_alone_after(f)]
         if not failed:
             continue
         alone = await run_check(spec_, env)
@@ -392,7 +395,7 @@ async def _run(target, jobs, chosen, selected, seed, keep, on_check_done, workdi
 
                 check_runs = list(await asyncio.gather(*(one(s) for s in chosen)))
                 await _rerun_transient(check_runs, {s.id: s for s in chosen}, prepared.env, semaphore)
-                await _judge_timed_alone(check_runs, {s.id: s for s in chosen}, prepared.env)
+                await _judge_alone(check_runs, {s.id: s for s in chosen}, prepared.env)
                 cleanup = await _finish(prepared.env, keep)
             finally:
                 for process in reversed(prepared.processes):

@@ -133,8 +133,9 @@ def render(data: dict[str, Any]) -> str:
     if alone:
         lines += [
             "",
-            f"Timed checks (a duration the contract fixes) that did not pass while other checks loaded the server, "
-            f"judged again with the server to themselves; their verdicts come from that second run ({len(alone)}):",
+            "Checks of a duration the contract fixes that did not pass, or of a race that did not happen, while other "
+            "checks loaded the server, judged again with the server to themselves; their verdicts come from that "
+            f"second run ({len(alone)}):",
             "",
         ]
         lines += [f"- `{check}`: first attempt: {message}" for check, message in sorted(alone.items())]

@@ -38,7 +38,7 @@ def test_a_group_that_collects_nothing_or_fails_fails_the_whole_command(tmp_path
     assert "no tests" in capsys.readouterr().err
     assert tasks._run_groups(python, {"a": passing["a"], "red": [str(tmp_path / "test_fails.py")]}) == 1
     out = capsys.readouterr().out
-    assert "[red ] " in out and "test group red: pytest exit 1" in out  # every line says its group
+    assert "[red] " in out and "test group red: pytest exit 1" in out  # every line says its group
 
 
 def collected(*args: str) -> list[str]:

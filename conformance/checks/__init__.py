@@ -16,6 +16,8 @@ from functools import cache
 
 import gns3_copilot_spec as spec
 
+from ..findings import Outcome
+
 CheckFunction = Callable[..., Awaitable[None]]
 
 # Section of spec/requirements.yaml -> the area: the module of its checks and the first part of their ids.
@@ -57,6 +59,15 @@ class CheckSpec:
     # failure while other checks loaded the server is the suite's doing as much as the server's, so the check is
     # judged again with the server to itself.
     timed: tuple[str, ...] = ()
+    # The requirements it can judge only when a race goes one way (two requests at the same moment): NOT TESTABLE
+    # under the run's load may be the load's doing, so the check is then also judged again with the server alone.
+    raced: tuple[str, ...] = ()
+
+    def judged_alone_after(self, finding) -> bool:
+        """Whether this finding of a run under load makes the check worth judging again alone."""
+        if finding.requirement in self.timed:
+            return finding.outcome != Outcome.PASSED
+        return finding.requirement in self.raced and finding.outcome == Outcome.NOT_TESTABLE
 
     @property
     def area(self) -> str:
@@ -82,7 +93,7 @@ def area_of(requirement_id: str) -> str:
 
 
 def check(
-    check_id: str, *, slow: bool = False, timed: tuple[str, ...] = ()
+    check_id: str, *, slow: bool = False, timed: tuple[str, ...] = (), raced: tuple[str, ...] = ()
 ) -> Callable[[CheckFunction], CheckFunction]:
     def register(function: CheckFunction) -> CheckFunction:
         requirements = requirements_of_checks().get(check_id)
@@ -90,9 +101,9 @@ def check(
             raise LookupError(f"check {check_id!r} is named by no requirement of spec/requirements.yaml")
         if check_id in REGISTRY:
             raise LookupError(f"check {check_id!r} is defined twice")
-        if not set(timed) <= set(requirements):
-            raise LookupError(f"check {check_id!r}: timed requirements {timed} are not among those it judges")
-        REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed)
+        if not set(timed) | set(raced) <= set(requirements):
+            raise LookupError(f"check {check_id!r}: timed or raced requirements are not among those it judges")
+        REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed, raced)
         return function
 
     return register

@@ -191,7 +191,7 @@ async def parallel_sessions(ctx: CheckContext) -> None:
 NEW_SESSION_RACES = 3  # a race goes one way or another: a server may lose it only now and then
 
 
-@check("concurrency.busy_new_session", slow=True)
+@check("concurrency.busy_new_session", slow=True, raced=("PRECHECK-001",))
 async def busy_new_session(ctx: CheckContext) -> None:
     """The race on a session that does not exist yet: two first turns under one new client id, sent at the same
     moment. The busy check must cover the session's creation too: one request makes the session and runs, the

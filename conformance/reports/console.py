@@ -133,7 +133,8 @@ def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief:
         alone = data["judged_alone"]
         parts.append(
             Text(
-                f"{len(alone)} timed check{'s' if len(alone) != 1 else ''} did not pass while other checks loaded the "
+                f"{len(alone)} check{'s' if len(alone) != 1 else ''} of a duration or a race did not pass while other "
+                "checks loaded the "
                 f"server and {'were' if len(alone) != 1 else 'was'} judged again with the server to "
                 f"{'themselves' if len(alone) != 1 else 'itself'} ({', '.join(sorted(alone))})\n"
             )

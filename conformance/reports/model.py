@@ -202,7 +202,8 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
         "failing": [r["id"] for r in requirements if r["failing"]],
         # Check id -> the server's own errors it met; each such check was re-run once (FLAKY where it flipped).
         "transient_errors": dict(getattr(result, "transient", {}) or {}),
-        # Check id -> what its first attempt failed: timed checks judged again with the server to themselves.
+        # Check id -> what its first attempt failed: checks of a duration or a race judged again with the server
+        # to themselves.
         "judged_alone": dict(getattr(result, "judged_alone", {}) or {}),
         "reports": dict(files or {}),
         "requirements": requirements,

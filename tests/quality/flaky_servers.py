@@ -4,8 +4,10 @@ re-runs a check that met a server's own error and reports what flipped as FLAKY 
 requirement. The second fails every turn of `preconditions.token_required`, whose set-up turn then fails: the
 check blames nothing it was not judging, its rules are NOT TESTABLE, blocked by TESTABILITY-001. The third sends
 the `done` of the first turn of `abort.running_turn` 6 s late, as a server busy with the suite's other checks
-might: that timed check is judged again with the server to itself, and passes. Applied like the mutants, by
-`python -m tests.quality.mutant_server NAME`."""
+might: that timed check is judged again with the server to itself, and passes. The fourth serves the first three
+races of `concurrency.busy_new_session` one request after the other, as a loaded server may: no race happens, so
+PRECHECK-001 cannot be judged, and the check is judged again with the server to itself, where the race happens
+and is refused as it should. Applied like the mutants, by `python -m tests.quality.mutant_server NAME`."""
 
 from __future__ import annotations
 
@@ -68,6 +70,28 @@ def _hold_done(mark: bytes, seconds: float) -> None:
     on_stream_requests(late_done)
 
 
+def _first_races_of_a_check_in_turn(mark: bytes, requests: int) -> Callable[[], None]:
+    return lambda: _serve_in_turn(mark, requests)
+
+
+def _serve_in_turn(mark: bytes, requests: int) -> None:
+    """The first `requests` stream requests whose body holds `mark` are served one at a time, each after the
+    previous one's turn ended: two sent at the same moment become two turns in a row."""
+    import asyncio
+
+    one_at_a_time = asyncio.Lock()
+    seen: list[bool] = []
+
+    async def in_turn(app, scope, body, receive, send):
+        if mark not in body or len(seen) >= requests:
+            return await app(scope, receive, send)
+        seen.append(True)
+        async with one_at_a_time:
+            await app(scope, receive, send)
+
+    on_stream_requests(in_turn)
+
+
 FLAKY_SERVERS = {
     server.name: server
     for server in (
@@ -85,6 +109,11 @@ FLAKY_SERVERS = {
             "first-done-of-abort-running_turn-late",
             "the `done` of the first turn of the check abort.running_turn (the aborted one) is sent 6 s late",
             _first_done_of_a_check_held(b"abort-running_turn", 6.0),
+        ),
+        FlakyServer(
+            "first-races-of-busy_new_session-in-turn",
+            "the first three races of concurrency.busy_new_session are served one request after the other",
+            _first_races_of_a_check_in_turn(b"concurrency-busy_new_session", 6),
         ),
     )
 }

@@ -51,4 +51,21 @@ def test_a_timed_check_failed_under_load_is_judged_again_alone():
     data = report_data(result)
     assert list(data["judged_alone"]) == ["abort.running_turn"]
     text = summary_text(data)
-    assert "1 timed check did not pass while other checks loaded the server and was judged again" in text
+    assert (
+        "1 check of a duration or a race did not pass while other checks loaded the server and was judged again" in text
+    )
+
+
+def test_a_race_that_did_not_happen_under_load_is_judged_again_alone():
+    """The first three races of the check are served one request after the other: no race, so PRECHECK-001 cannot
+    be judged there (NOT TESTABLE, and both turns ran: CONCURRENCY-001 would fail). Judged again with the server to
+    itself, the race happens and is refused with a 409: the verdicts come from that run, and the reports say so."""
+    result = asyncio.run(
+        run(mutant_target("first-races-of-busy_new_session-in-turn"), only=["concurrency.busy_new_session"])
+    )
+    assert result.harness_error is None, result.harness_error
+    verdicts = {v.id: v.verdict for v in result.verdicts}
+    assert verdicts["PRECHECK-001"] == verdicts["CONCURRENCY-001"] == Verdict.PASS, verdicts
+    first = result.judged_alone["concurrency.busy_new_session"]
+    assert "both ran" in first or "no request of 3 races on a new session was refused" in first, first
+    assert result.passed
