@@ -73,8 +73,8 @@ def ensure_venv() -> Path:
 # test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
 TEST_GROUPS: dict[str, list[str]] = {
     "mutants": ["tests/quality/test_mutants.py"],
-    "quality": ["tests/quality", "--ignore", "tests/quality/test_mutants.py"],
-    "rest": ["tests", "--ignore", "tests/quality"],
+    "quality+gns3": ["tests/quality", "tests/gns3", "--ignore", "tests/quality/test_mutants.py"],
+    "rest": ["tests", "--ignore", "tests/quality", "--ignore", "tests/gns3"],
 }
 
 

@@ -110,6 +110,15 @@ class _SeveralAfterOnly(click.Command):
         return super().parse_args(ctx, expanded)
 
 
+def _target_or_exit(target_name: str | None):
+    """The target, or exit 2 with what is wrong with its file."""
+    try:
+        return load_target(target_name)
+    except TargetError as exc:
+        click.echo(f"copilot-conformance: bad target: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
 # --- commands -----------------------------------------------------------------------------------------------------
 
 
@@ -194,11 +203,7 @@ def run(
     from .reports.console import print_summary
 
     out = _stdout()
-    try:
-        target = load_target(target_name)
-    except TargetError as exc:
-        click.echo(f"copilot-conformance: bad target: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+    target = _target_or_exit(target_name)
     try:
         chosen = select(only)
     except SelectionError as exc:
@@ -324,11 +329,7 @@ def export_scripts(folder: Path, target_name: str | None) -> None:
     names, shown in the report's reproductions)."""
     from .scenarios import write_scripts
 
-    try:
-        target = load_target(target_name)
-    except TargetError as exc:
-        click.echo(f"copilot-conformance: bad target: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+    target = _target_or_exit(target_name)
     try:
         written = write_scripts(folder, target.tools, target.heartbeat_interval)
     except OSError as exc:
