@@ -64,6 +64,9 @@ def render(data: dict[str, Any]) -> bytes:
         ("contract_version", data["contract_version"]),
         ("passed", str(data["passed"]).lower()),
         ("harness_error", data["harness_error"] or ""),
+        ("seed", str(data.get("seed") or "")),
+        ("only", " ".join(data.get("only") or [])),
+        ("cleanup", (data.get("cleanup") or {}).get("summary", "")),
     ):
         ET.SubElement(properties, "property", name=name, value=_clean(value))
     tallies = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,8 @@ def test_the_readme_selection_runs_only_those_checks(tmp_path):
     assert len(unselected) == len(RECORDS) - len(judged) - data["counts"]["EXCLUDED"]
     note = next(r["note"] for r in data["requirements"] if r["verdict"] == "NOT SELECTED")
     assert "not selected" in note
+    suite = ET.parse(tmp_path / "reports" / "junit.xml").getroot().find("testsuite")
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["only"] == "TITLE-003 stats.multi_turn" and properties["seed"] == str(data["seed"])
+    skipped = [c for c in suite.findall("testcase") if c.find("skipped") is not None]
+    assert len(skipped) == len(unselected) + data["counts"]["EXCLUDED"]
