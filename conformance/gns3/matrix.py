@@ -2,7 +2,9 @@
 
 Built only from the per-release reports (reports/gns3-<V>/conformance.json), so it can be rebuilt without running
 a server: `python3 tasks.py gns3 --matrix --doc-only`, or `write_matrix(reports_root, out)`. It holds no date and
-no run time, so a rebuild from the same verdicts gives the same bytes.
+no run time, so a rebuild from the same verdicts gives the same bytes. The reports are not committed (a few MB
+each), so their verdicts are: docs/gns3-versions.json, written with the document, which a test re-renders (the
+document must be what they give) and which each GNS3 run of the tests must reproduce for its release.
 """
 
 from __future__ import annotations
@@ -14,7 +16,20 @@ from typing import Any
 from . import REPO, VERSIONS
 
 MATRIX_DOC = REPO / "docs" / "gns3-versions.md"
-COUNTED = ("PASS", "XFAIL", "FAIL", "WARN", "STALE", "FLAKY", "NOT TESTABLE", "ERROR", "N/A", "EXCLUDED", "NOT RUN")
+MATRIX_VERDICTS = REPO / "docs" / "gns3-versions.json"
+COUNTED = (
+    "PASS",
+    "XFAIL",
+    "FAIL",
+    "WARN",
+    "STALE",
+    "FLAKY",
+    "NOT TESTABLE",
+    "ERROR",
+    "N/A",
+    "EXCLUDED",
+    "NOT SELECTED",
+)
 
 
 def load_reports(reports_root: Path, versions: tuple[str, ...] | None = None) -> dict[str, dict[str, Any]]:
@@ -26,6 +41,19 @@ def load_reports(reports_root: Path, versions: tuple[str, ...] | None = None) ->
         if path.exists():
             found[version] = json.loads(path.read_text(encoding="utf-8"))
     return found
+
+
+def summarize(data: dict[str, Any]) -> dict[str, Any]:
+    """What the document needs of one conformance.json: the run's result, its counts and each verdict."""
+    return {
+        "passed": data["passed"],
+        "counts": {k: v for k, v in data["counts"].items() if v},
+        "requirements": [{"id": r["id"], "level": r["level"], "verdict": r["verdict"]} for r in data["requirements"]],
+    }
+
+
+def committed_verdicts(path: Path = MATRIX_VERDICTS) -> dict[str, dict[str, Any]]:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _verdicts(data: dict[str, Any]) -> dict[str, str]:
@@ -104,10 +132,15 @@ def render_matrix(reports: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_matrix(reports_root: Path, out: Path, versions: tuple[str, ...] | None = None) -> Path:
-    reports = load_reports(reports_root, versions)
+def write_matrix(
+    reports_root: Path, out: Path, versions: tuple[str, ...] | None = None, verdicts_out: Path | None = None
+) -> Path:
+    """The document from the reports, and beside it (`verdicts_out`, default: `out` with .json) their verdicts."""
+    reports = {version: summarize(data) for version, data in load_reports(reports_root, versions).items()}
     if not reports:
         raise FileNotFoundError(f"no reports/gns3-<release>/conformance.json under {reports_root}")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_matrix(reports), encoding="utf-8")
+    verdicts_out = verdicts_out or out.with_suffix(".json")
+    verdicts_out.write_text(json.dumps(reports, indent=1) + "\n", encoding="utf-8")
     return out

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.gns3 import VERSIONS
+from conformance.gns3.matrix import committed_verdicts, summarize
 from conformance.gns3.run import ensure_gns3_venv, network_namespace_available
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +47,8 @@ def test_the_gns3_run_matches_its_baseline(tmp_path, version):
     assert data["passed"] and data["target"]["name"] == f"gns3-{version}"
     verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
     assert not {"FAIL", "STALE", "ERROR"} & set(verdicts.values())
+    # ... and the verdicts docs/gns3-versions.md shows for this release are still what a run gives
+    assert summarize(data)["requirements"] == committed_verdicts()[version]["requirements"]
     text = doc.read_text()
     for rid, verdict in verdicts.items():
         if verdict == "XFAIL":

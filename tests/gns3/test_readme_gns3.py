@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conformance.gns3 import VERSIONS
-from conformance.gns3.matrix import MATRIX_DOC, load_reports
+from conformance.gns3.matrix import MATRIX_DOC, MATRIX_VERDICTS, load_reports
 from conformance.gns3.run import ensure_gns3_venv, main, network_namespace_available
 from conformance.target import parse_target
 
@@ -53,12 +53,13 @@ def test_each_task_command_is_accepted(args):
         )
         assert completed.returncode == 0 and "--matrix" in completed.stdout, completed.stderr
     elif args == ["--matrix", "--doc-only"]:  # cheap: no server; the committed document must come out unchanged
-        before = MATRIX_DOC.read_bytes()
+        before, verdicts_before = MATRIX_DOC.read_bytes(), MATRIX_VERDICTS.read_bytes()
         completed = subprocess.run(
             [sys.executable, "tasks.py", "gns3", *args], cwd=REPO, capture_output=True, text=True
         )
         after = MATRIX_DOC.read_bytes()
         MATRIX_DOC.write_bytes(before)
+        MATRIX_VERDICTS.write_bytes(verdicts_before)
         found = load_reports(REPO / "reports", VERSIONS)
         if not found:  # reports/ is not committed (.gitignore): a fresh clone has none, and is told so
             assert completed.returncode == 1, completed.stdout + completed.stderr
