@@ -4,12 +4,19 @@ validate against the schema documented for that status? Read from spec/openapi.y
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Any
 
 import gns3_copilot_spec as spec
 
 from .operations import operation
 from .violations import Violation
+
+
+@cache
+def _document() -> dict[str, Any]:
+    """The contract's OpenAPI document, read once (load_openapi gives a fresh copy at each call); only read here."""
+    return spec.load_openapi()
 
 
 def _response(document: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
@@ -33,7 +40,7 @@ def response_violations(operation_id: str, status: int, content_type: str | None
                 f"(documented: {sorted(documented_statuses(operation_id))})",
             )
         ]
-    content = _response(spec.load_openapi(), documented).get("content") or {}
+    content = _response(_document(), documented).get("content") or {}
     if not content:
         if body not in (b"", ""):
             return [Violation("CONTRACT-001", f"{operation_id} {status} has a body where none is documented")]

@@ -72,8 +72,10 @@ def schema_registry() -> Registry:
     return Registry().with_resources(resources)
 
 
+@cache
 def schema_validator(path: Path) -> Draft202012Validator:
-    """A validator for one schema file of the contract, with formats checked."""
+    """A validator for one schema file of the contract, with formats checked; one per file and process (the suite
+    validates every event and answer of a run: building a validator each time was a good part of its CPU)."""
     uri = path.resolve().as_uri()
     registry = schema_registry()
     if uri not in registry:

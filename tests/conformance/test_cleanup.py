@@ -51,19 +51,19 @@ def sessions_of(base_url: str, token: str, project_id: str) -> set[str]:
 
 def test_a_run_with_ready_tokens_deletes_only_the_sessions_it_made(tmp_path):
     server = start_server_process(tmp_path / "data")
-    port = free_port()
-    (tmp_path / "no-scripts").mkdir()
-    fake, fake_url = start_fake_llm(tmp_path / "no-scripts", port)
     try:
-        setup = provision(server.base_url, fake_url)
-        mine = {"Authorization": f"Bearer {setup['tokens']['main']}"}
-        before = f"{server.base_url}/v3/projects/{setup['opened']}/chat/stream"
-        body = {"message": "a session of the user's own, before the run", "session_id": "users-own-session"}
-        with httpx.Client(trust_env=False, timeout=30) as client:
-            assert client.post(before, headers=mine, json=body).status_code == 200
-    finally:
-        fake.stop(5)
-    try:
+        port = free_port()
+        (tmp_path / "no-scripts").mkdir()
+        fake, fake_url = start_fake_llm(tmp_path / "no-scripts", port)
+        try:
+            setup = provision(server.base_url, fake_url)
+            mine = {"Authorization": f"Bearer {setup['tokens']['main']}"}
+            before = f"{server.base_url}/v3/projects/{setup['opened']}/chat/stream"
+            body = {"message": "a session of the user's own, before the run", "session_id": "users-own-session"}
+            with httpx.Client(trust_env=False, timeout=30) as client:
+                assert client.post(before, headers=mine, json=body).status_code == 200
+        finally:
+            fake.stop(5)
         data = load_target(None).data
         for key in ("start", "llm"):
             del data[key]
