@@ -8,19 +8,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..findings import Outcome, Verdict
+from ..findings import FAILING_WITHOUT_BASELINE, Outcome, Verdict
 from ..target import BUILTIN_TARGETS
 
-# The verdicts whose entries carry a reproduction: every one that is about a failure or a doubt.
-REPRODUCED = {
-    Verdict.FAIL,
-    Verdict.WARN,
-    Verdict.XFAIL,
-    Verdict.STALE,
-    Verdict.NOT_TESTABLE,
-    Verdict.ERROR,
-    Verdict.FLAKY,
-}
+# The verdicts whose entries carry a reproduction: every one that can fail a run, and the failures a run accepts.
+REPRODUCED = FAILING_WITHOUT_BASELINE | {Verdict.WARN, Verdict.XFAIL}
 SCRIPTS_DIR = "cs-scripts"
 DEFAULT_PASSWORD = "conformance-pass-1"  # target.schema.json: auth.user_password's default
 _TOKEN_OF = "python3 -c 'import json, sys; print(json.load(sys.stdin)[\"access_token\"])'"
