@@ -1,0 +1,103 @@
+"""Per-user LLM model configurations, shaped like gns3-server's; API keys are sealed at rest (SECRET-001)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from reference_server.auth import Caller, require_superadmin
+from reference_server.errors import ApiError, from_pydantic
+
+from .common import Authenticated, services_of
+
+router = APIRouter(prefix="/v3")
+
+
+# --- LLM model configurations -------------------------------------------------------------------------------
+
+Provider = Literal["fake", "openai"]
+
+
+class LlmConfigFields(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # GNS3 clients send more (context_strategy, ...)
+
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    model_type: Literal["text", "vision", "stt", "tts", "multimodal", "embedding", "reranking", "other"] = "text"
+    provider: Provider
+    base_url: Annotated[str | None, Field(min_length=1)] = None
+    model: Annotated[str, Field(min_length=1)]
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.7
+    max_tokens: Annotated[int | None, Field(gt=0)] = None
+    api_key: str | None = None
+    context_limit: Annotated[int | None, Field(gt=0)] = None
+    copilot_mode: str | None = "teaching_assistant"
+    is_default: bool = False
+
+    @model_validator(mode="after")
+    def _openai_needs_base_url(self) -> LlmConfigFields:
+        if self.provider == "openai" and not self.base_url:
+            raise ValueError("provider 'openai' needs a base_url (an OpenAI-compatible server)")
+        return self
+
+
+def _public_config(row: dict[str, Any]) -> dict[str, Any]:
+    """A configuration as the API shows it: the API key is never returned, only whether one is set."""
+    shown = {k: v for k, v in row.items() if k != "api_key_sealed"}
+    return {**shown, "is_default": bool(row["is_default"]), "api_key": None, "has_api_key": bool(row["api_key_sealed"])}
+
+
+async def _config_owner(user_id: str, caller: Caller, request: Request) -> None:
+    if caller.user.user_id != user_id:
+        require_superadmin(caller)
+    if await services_of(request).store.user_by_id(user_id) is None:
+        raise ApiError(404, "user_not_found", f"User ID {user_id} doesn't exist")
+
+
+@router.post("/access/users/{user_id}/llm-model-configs", status_code=201)
+async def create_llm_config(
+    user_id: str, body: LlmConfigFields, caller: Authenticated, request: Request
+) -> dict[str, Any]:
+    await _config_owner(user_id, caller, request)
+    services = services_of(request)
+    values = body.model_dump(exclude={"api_key"})
+    values["api_key_sealed"] = services.secrets.seal(body.api_key) if body.api_key else None
+    return _public_config(await services.store.add_llm_config(user_id, values))
+
+
+@router.get("/access/users/{user_id}/llm-model-configs")
+async def list_llm_configs(user_id: str, caller: Authenticated, request: Request) -> dict[str, Any]:
+    await _config_owner(user_id, caller, request)
+    configs = [_public_config(row) for row in await services_of(request).store.llm_configs(user_id)]
+    default = next((c for c in configs if c["is_default"]), configs[0] if configs else None)
+    return {"configs": configs, "default_config": default, "total": len(configs)}
+
+
+@router.put("/access/users/{user_id}/llm-model-configs/{config_id}")
+async def update_llm_config(
+    user_id: str, config_id: str, body: Annotated[dict[str, Any], Body()], caller: Authenticated, request: Request
+) -> dict[str, Any]:
+    """A partial update, validated as a whole: the merged configuration must be one POST would accept."""
+    await _config_owner(user_id, caller, request)
+    services = services_of(request)
+    current = await services.store.llm_config(user_id, config_id)
+    if current is None:
+        raise ApiError(404, "not_found", f"LLM model configuration {config_id} doesn't exist")
+    merged = {key: current[key] for key in LlmConfigFields.model_fields if key in current}
+    try:
+        validated = LlmConfigFields.model_validate({**merged, **body})
+    except ValidationError as exc:
+        raise from_pydantic(exc, ("body",)) from exc
+    values = validated.model_dump(exclude={"api_key"})
+    if "api_key" in body:
+        values["api_key_sealed"] = services.secrets.seal(validated.api_key) if validated.api_key else None
+    return _public_config(await services.store.update_llm_config(user_id, config_id, values))
+
+
+@router.delete("/access/users/{user_id}/llm-model-configs/{config_id}", status_code=204)
+async def delete_llm_config(user_id: str, config_id: str, caller: Authenticated, request: Request) -> Response:
+    await _config_owner(user_id, caller, request)
+    if not await services_of(request).store.remove_llm_config(user_id, config_id):
+        raise ApiError(404, "not_found", f"LLM model configuration {config_id} doesn't exist")
+    return Response(status_code=204)

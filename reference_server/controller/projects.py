@@ -1,0 +1,95 @@
+"""Projects of the controller, shaped like gns3-server's; opening, closing and deleting one drives its chat service."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
+
+from reference_server.agent.tools import write_default_topology
+from reference_server.errors import ApiError
+
+from .common import Authenticated, services_of
+from .store import Conflict, Project
+
+router = APIRouter(prefix="/v3")
+
+
+# --- projects ---------------------------------------------------------------------------------------------
+
+
+class NewProject(BaseModel):
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+
+
+def _project_json(project: Project, request: Request) -> dict[str, Any]:
+    return {
+        "project_id": project.project_id,
+        "name": project.name,
+        "status": project.status,
+        "path": str(services_of(request).project_dir(project.project_id)),
+        "created_at": project.created_at,
+    }
+
+
+async def _project(project_id: str, request: Request) -> Project:
+    project = await services_of(request).store.project(project_id)
+    if project is None:
+        raise ApiError(404, "project_not_found", f"Project ID {project_id} doesn't exist")
+    return project
+
+
+@router.post("/projects", status_code=201)
+async def create_project(body: NewProject, _: Authenticated, request: Request) -> dict[str, Any]:
+    services = services_of(request)
+    try:
+        project = await services.store.add_project(body.name)
+    except Conflict as exc:
+        raise ApiError(409, "conflict", str(exc)) from exc
+    directory = services.project_dir(project.project_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "project.gns3").write_text(
+        json.dumps({"project_id": project.project_id, "name": project.name, "type": "topology"}, indent=2)
+    )
+    write_default_topology(directory)
+    await services.manager.open_project(project.project_id, directory)
+    return _project_json(project, request)
+
+
+@router.get("/projects")
+async def list_projects(_: Authenticated, request: Request) -> list[dict[str, Any]]:
+    return [_project_json(p, request) for p in await services_of(request).store.list_projects()]
+
+
+@router.get("/projects/{project_id}")
+async def get_project(project_id: str, _: Authenticated, request: Request) -> dict[str, Any]:
+    return _project_json(await _project(project_id, request), request)
+
+
+@router.post("/projects/{project_id}/open")
+async def open_project(project_id: str, _: Authenticated, request: Request) -> dict[str, Any]:
+    services = services_of(request)
+    await _project(project_id, request)
+    await services.manager.open_project(project_id, services.project_dir(project_id))  # migrates (MIGRATION-001)
+    await services.store.set_project_status(project_id, "opened")
+    return _project_json(await _project(project_id, request), request)
+
+
+@router.post("/projects/{project_id}/close", status_code=204)
+async def close_project(project_id: str, _: Authenticated, request: Request) -> Response:
+    services = services_of(request)
+    await _project(project_id, request)
+    await services.store.set_project_status(project_id, "closed")
+    await services.manager.close_project(project_id)
+    return Response(status_code=204)
+
+
+@router.delete("/projects/{project_id}", status_code=204)
+async def delete_project(project_id: str, _: Authenticated, request: Request) -> Response:
+    services = services_of(request)
+    await _project(project_id, request)
+    await services.store.remove_project(project_id)
+    await services.manager.delete_project(project_id, services.project_dir(project_id))  # DB-007
+    return Response(status_code=204)
