@@ -3,7 +3,8 @@
 The ledger is written as things are made: users and their LLM configurations and projects through the controller
 (conformance.controller), chat sessions by the chat client. At the end, projects made by the suite go with their
 sessions; sessions in projects the target file names (projects.mode fixed) are deleted one by one as their owner;
-then LLM configurations and users. Whatever the server refuses to remove is listed in every report, never hidden.
+then the access control entries it made, LLM configurations and users. Whatever the server refuses to remove is
+listed in every report, never hidden.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Ledger:
     # (project id, session id) -> the user roles that streamed a turn of it (one of them owns it)
     sessions: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     unidentified_llm_configs: list[str] = field(default_factory=list)  # user ids whose configuration had no id
+    aces: dict[str, str] = field(default_factory=dict)  # access control entry id -> what it grants
 
     def session(self, role: str, project_id: str, session_id: str) -> None:
         self.sessions.setdefault((project_id, session_id), set()).add(role)
@@ -32,7 +34,7 @@ class Ledger:
 
 @dataclass
 class Leftover:
-    kind: str  # project, session, llm_config, user
+    kind: str  # project, session, ace, llm_config, user
     id: str
     reason: str
     name: str = ""
@@ -57,7 +59,13 @@ class CleanupReport:
 
 
 def _counts(counts: dict[str, int]) -> str:
-    names = {"project": "projects", "session": "sessions", "llm_config": "LLM configurations", "user": "users"}
+    names = {
+        "project": "projects",
+        "session": "sessions",
+        "ace": "access control entries",
+        "llm_config": "LLM configurations",
+        "user": "users",
+    }
     return ", ".join(f"{count} {names[kind]}" for kind, count in counts.items() if count)
 
 
@@ -65,6 +73,7 @@ def _made(ledger: Ledger, fixed_projects: bool) -> dict[str, int]:
     return {
         "project": len(ledger.projects),
         "session": len(ledger.sessions) if fixed_projects else 0,
+        "ace": len(ledger.aces),
         "llm_config": len(ledger.llm_configs),
         "user": len(ledger.users),
     }
@@ -76,7 +85,7 @@ async def clean_up(env: Environment, *, keep: bool) -> CleanupReport:
     fixed = env.target.section("projects", {"mode": "fixed"})["mode"] != "controller"
     if keep:
         return CleanupReport(True, _made(ledger, fixed))
-    report = CleanupReport(False, {"project": 0, "session": 0, "llm_config": 0, "user": 0})
+    report = CleanupReport(False, {"project": 0, "session": 0, "ace": 0, "llm_config": 0, "user": 0})
     admin = {"Authorization": f"Bearer {env.controller.admin_token}"} if env.controller is not None else {}
 
     async def delete(path: str, headers: dict[str, str]) -> str | None:
@@ -112,6 +121,8 @@ async def clean_up(env: Environment, *, keep: bool) -> CleanupReport:
                 report.left.append(Leftover("session", session_id, "; ".join(problems), f"project {project_id}"))
     for project_id, name in ledger.projects.items():
         await remove("project", project_id, name, f"/v3/projects/{project_id}", admin)
+    for ace_id, what in ledger.aces.items():
+        await remove("ace", ace_id, what, f"/v3/access/acl/{ace_id}", admin)
     for user_id, config_id in ledger.llm_configs:
         path = f"/v3/access/users/{user_id}/llm-model-configs/{config_id}"
         await remove("llm_config", config_id, ledger.users.get(user_id, ""), path, admin)

@@ -65,6 +65,24 @@ class Controller:
         else:
             self.ledger.unidentified_llm_configs.append(user_id)
 
+    async def role_id(self, name: str) -> str:
+        roles = await self._call("GET", "/v3/access/roles", 200)
+        found = [role.get("role_id") for role in roles or [] if isinstance(role, dict) and role.get("name") == name]
+        if not found:
+            raise HarnessError(f"provisioning: GET /v3/access/roles lists no role named {name!r} (access_control.role)")
+        return str(found[0])
+
+    async def grant(self, user_id: str, path: str, role_id: str) -> str:
+        """An access control entry giving the user the role on `path` (GNS3 RBAC); returns its id."""
+        body = {"ace_type": "user", "path": path, "user_id": user_id, "role_id": role_id, "propagate": True}
+        ace_id = str((await self._call("POST", "/v3/access/acl", 201, json_body=body))["ace_id"])
+        self.ledger.aces[ace_id] = f"role {role_id} on {path} for user {user_id}"
+        return ace_id
+
+    async def revoke(self, ace_id: str) -> None:
+        await self._call("DELETE", f"/v3/access/acl/{ace_id}", (200, 204))
+        self.ledger.aces.pop(ace_id, None)
+
     async def create_project(self, name: str) -> str:
         project_id = (await self._call("POST", "/v3/projects", 201, json_body={"name": name}))["project_id"]
         self.ledger.projects[project_id] = name

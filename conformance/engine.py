@@ -155,6 +155,14 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
     else:
         for name, token in auth["tokens"].items():
             users[name] = User(name, token)
+    access = target.data.get("access_control")
+    if access is not None:
+        if controller is None:
+            raise HarnessError("access_control needs auth.mode controller (the admin grants the suite's users access)")
+        role_id = await controller.role_id(access.get("role", "User"))
+        for user in users.values():  # every project, as the suite makes a project per check
+            await controller.grant(user.user_id, "/projects", role_id)
+        users["stranger"] = await maker.make("stranger")  # no entry: no access to any project it did not create
     projects = target.section("projects", {"mode": "fixed"})
     if projects["mode"] == "controller":
         if controller is None:

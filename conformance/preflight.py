@@ -26,6 +26,8 @@ def _code(body: str) -> object:
 async def _prefix_and_users(ctx: CheckContext) -> None:
     env = ctx.env
     for name in env.users:
+        if name == "stranger":  # made without access to the project: its refusal is what ACCESS-* judges
+            continue
         exchange = await ctx.client.call("GET", "/sessions", user=name)
         where = f"GET {exchange.url} as {name}"
         if exchange.status is None:

@@ -35,6 +35,7 @@ AREAS: dict[str, str] = {
     "Sessions": "sessions",
     "Isolation": "isolation",
     "Authentication, projects and preconditions": "preconditions",
+    "Project access": "access",
     "Errors": "errors",
     "Input": "inputs",
     "In-stream errors": "stream_errors",

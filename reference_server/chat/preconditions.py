@@ -17,14 +17,18 @@ from gns3_copilot_generated.api.chat_session import ChatSession
 from reference_server.agent.context import LlmSettings
 from reference_server.agent.service import AgentService
 from reference_server.auth import Caller
+from reference_server.controller.access import CHAT_PRIVILEGE
+from reference_server.controller.common import require_project_privilege
 from reference_server.errors import ApiError, from_pydantic, validation_failed
 
 HISTORY_LIMIT_RANGE = (1, 1000)
 HISTORY_LIMIT_DEFAULT = 100
 
 
-async def opened_project(project_id: str, request: Request) -> AgentService:
-    """404 for an unknown project (PROJECT-001), 403 for one that is not opened (PROJECT-002)."""
+async def opened_project(project_id: str, request: Request, caller: Caller) -> AgentService:
+    """403 for a caller without access, whether or not the project exists (ACCESS-001, ACCESS-002), then 404 for an
+    unknown project (PROJECT-001) and 403 for one that is not opened (PROJECT-002)."""
+    await require_project_privilege(request, caller, project_id, CHAT_PRIVILEGE)
     services = request.app.state.services
     project = await services.store.project(project_id)
     if project is None:

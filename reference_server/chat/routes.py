@@ -50,7 +50,7 @@ def build_router(prefix: str) -> APIRouter:
 
     @router.post("/stream")
     async def stream_chat(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         # The generated model checks message, mode, temperature and stream (INPUT-001..004) and ignores unknown
         # members (INPUT-008).
         body: ChatRequest = await json_body(request, ChatRequest)
@@ -75,14 +75,14 @@ def build_router(prefix: str) -> APIRouter:
 
     @router.get("/sessions")
     async def list_sessions(project_id: str, request: Request, caller: Authenticated) -> list[ChatSession]:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         return await service.repo.list_for(caller.user.user_id)
 
     @router.get("/sessions/{session_id}/history")
     async def session_history(
         project_id: str, session_id: str, request: Request, caller: Authenticated
     ) -> ConversationHistory:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         session_id = valid_session_id(session_id)
         limit = history_limit(request)
         session = await owned_session(service, session_id, caller)
@@ -90,7 +90,7 @@ def build_router(prefix: str) -> APIRouter:
 
     @router.patch("/sessions/{session_id}")
     async def rename_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> ChatSession:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         session_id = valid_session_id(session_id)
         # A title of 1 to 255 characters, else 422; the renamed session is the answer (SESSION-004).
         body: RenameSessionRequest = await json_body(request, RenameSessionRequest)
@@ -99,7 +99,7 @@ def build_router(prefix: str) -> APIRouter:
 
     @router.delete("/sessions/{session_id}", status_code=204)  # SESSION-006
     async def delete_session(project_id: str, session_id: str, request: Request, caller: Authenticated) -> Response:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         session_id = valid_session_id(session_id)
         await owned_session(service, session_id, caller)
         await service.delete_session(session_id)
@@ -108,7 +108,7 @@ def build_router(prefix: str) -> APIRouter:
     async def _set_pinned(
         project_id: str, session_id: str, request: Request, caller: Caller, pinned: bool
     ) -> ChatSession:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         session_id = valid_session_id(session_id)
         await owned_session(service, session_id, caller)
         return await service.repo.set_pinned(session_id, pinned)
@@ -125,7 +125,7 @@ def build_router(prefix: str) -> APIRouter:
     async def abort_session_turn(
         project_id: str, session_id: str, request: Request, caller: Authenticated
     ) -> AbortResult:
-        service = await opened_project(project_id, request)
+        service = await opened_project(project_id, request, caller)
         session_id = valid_session_id(session_id)
         await owned_session(service, session_id, caller)
         return AbortResult(session_id=session_id, aborted=await service.abort(session_id))  # ABORT-002, -003

@@ -7,9 +7,23 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from reference_server.auth import Caller, authenticated
+from reference_server.errors import ApiError
+
+from .access import AccessControl, project_path
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
 
 
 def services_of(request: Request):
     return request.app.state.services
+
+
+async def require_project_privilege(request: Request, caller: Caller, project_id: str, privilege: str) -> None:
+    """403 `project_access_denied` unless the caller holds `privilege` on the project, asked before whether the
+    project exists, so that the answer says nothing about it (ACCESS-001, ACCESS-002)."""
+    if not await AccessControl(services_of(request).store).has_privilege(
+        caller.user, project_path(project_id), privilege
+    ):
+        raise ApiError(
+            403, "project_access_denied", f"Permission denied (privilege {privilege} is required on this project)"
+        )

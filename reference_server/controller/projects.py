@@ -9,9 +9,11 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from reference_server.agent.tools import write_default_topology
+from reference_server.auth import Caller
 from reference_server.errors import ApiError
 
-from .common import Authenticated, services_of
+from .access import CHAT_PRIVILEGE, AccessControl
+from .common import Authenticated, require_project_privilege, services_of
 from .store import Conflict, Project
 
 router = APIRouter(prefix="/v3")
@@ -34,7 +36,9 @@ def _project_json(project: Project, request: Request) -> dict[str, Any]:
     }
 
 
-async def _project(project_id: str, request: Request) -> Project:
+async def _project(project_id: str, request: Request, caller: Caller, privilege: str) -> Project:
+    """The project, once the caller is known to hold `privilege` on it: 403 comes before 404 (ACCESS-004)."""
+    await require_project_privilege(request, caller, project_id, privilege)
     project = await services_of(request).store.project(project_id)
     if project is None:
         raise ApiError(404, "project_not_found", f"Project ID {project_id} doesn't exist")
@@ -42,7 +46,7 @@ async def _project(project_id: str, request: Request) -> Project:
 
 
 @router.post("/projects", status_code=201)
-async def create_project(body: NewProject, _: Authenticated, request: Request) -> dict[str, Any]:
+async def create_project(body: NewProject, caller: Authenticated, request: Request) -> dict[str, Any]:
     services = services_of(request)
     try:
         project = await services.store.add_project(body.name)
@@ -54,42 +58,50 @@ async def create_project(body: NewProject, _: Authenticated, request: Request) -
         json.dumps({"project_id": project.project_id, "name": project.name, "type": "topology"}, indent=2)
     )
     write_default_topology(directory)
+    await AccessControl(services.store).grant_creator(project.project_id, caller.user)  # it belongs to its creator
     await services.manager.open_project(project.project_id, directory)
     return _project_json(project, request)
 
 
 @router.get("/projects")
-async def list_projects(_: Authenticated, request: Request) -> list[dict[str, Any]]:
-    return [_project_json(p, request) for p in await services_of(request).store.list_projects()]
+async def list_projects(caller: Authenticated, request: Request) -> list[dict[str, Any]]:
+    """The projects the caller may see (ACCESS-004)."""
+    access = AccessControl(services_of(request).store)
+    return [
+        _project_json(p, request)
+        for p in await services_of(request).store.list_projects()
+        if await access.has_privilege(caller.user, f"/projects/{p.project_id}", CHAT_PRIVILEGE)
+    ]
 
 
 @router.get("/projects/{project_id}")
-async def get_project(project_id: str, _: Authenticated, request: Request) -> dict[str, Any]:
-    return _project_json(await _project(project_id, request), request)
+async def get_project(project_id: str, caller: Authenticated, request: Request) -> dict[str, Any]:
+    return _project_json(await _project(project_id, request, caller, "Project.Audit"), request)
 
 
 @router.post("/projects/{project_id}/open")
-async def open_project(project_id: str, _: Authenticated, request: Request) -> dict[str, Any]:
+async def open_project(project_id: str, caller: Authenticated, request: Request) -> dict[str, Any]:
     services = services_of(request)
-    await _project(project_id, request)
+    await _project(project_id, request, caller, "Project.Allocate")
     await services.manager.open_project(project_id, services.project_dir(project_id))  # migrates (MIGRATION-001)
     await services.store.set_project_status(project_id, "opened")
-    return _project_json(await _project(project_id, request), request)
+    return _project_json(await services.store.project(project_id), request)
 
 
 @router.post("/projects/{project_id}/close", status_code=204)
-async def close_project(project_id: str, _: Authenticated, request: Request) -> Response:
+async def close_project(project_id: str, caller: Authenticated, request: Request) -> Response:
     services = services_of(request)
-    await _project(project_id, request)
+    await _project(project_id, request, caller, "Project.Allocate")
     await services.store.set_project_status(project_id, "closed")
     await services.manager.close_project(project_id)
     return Response(status_code=204)
 
 
 @router.delete("/projects/{project_id}", status_code=204)
-async def delete_project(project_id: str, _: Authenticated, request: Request) -> Response:
+async def delete_project(project_id: str, caller: Authenticated, request: Request) -> Response:
     services = services_of(request)
-    await _project(project_id, request)
+    await _project(project_id, request, caller, "Project.Allocate")
     await services.store.remove_project(project_id)
+    await AccessControl(services.store).forget_project(project_id)
     await services.manager.delete_project(project_id, services.project_dir(project_id))  # DB-007
     return Response(status_code=204)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from . import llm_configs, projects, users
+from . import acl, llm_configs, projects, users
 
 router = APIRouter()
-for part in (users, projects, llm_configs):
+for part in (users, acl, projects, llm_configs):
     router.include_router(part.router)

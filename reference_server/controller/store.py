@@ -12,6 +12,8 @@ import aiosqlite
 
 from reference_server.timestamps import utc_now
 
+from .access import ACCESS_SCHEMA
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
     user_id TEXT PRIMARY KEY,
@@ -46,6 +48,7 @@ CREATE TABLE IF NOT EXISTS llm_model_configs (
     updated_at TEXT NOT NULL
 );
 """
+SCHEMA += ACCESS_SCHEMA  # roles, privileges and access control entries (controller/access.py)
 
 
 @dataclass(frozen=True)

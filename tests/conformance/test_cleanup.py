@@ -22,13 +22,17 @@ PASSWORD = "password-of-a-user-1"
 
 
 def provision(base_url: str, fake_llm_url: str) -> dict:
-    """Users main and other with their LLM pointed at the fake LLM, an opened and a closed project, as a
-    target's administrator would set them up by hand."""
+    """Users main and other with their LLM pointed at the fake LLM and access to every project, an opened and a
+    closed project, as a target's administrator would set them up by hand."""
     with httpx.Client(base_url=base_url, trust_env=False) as client:
         admin = {"Authorization": "Bearer " + login(client, "admin", "admin")}
+        roles = client.get("/v3/access/roles", headers=admin).json()
+        user_role = next(role["role_id"] for role in roles if role["name"] == "User")
         tokens = {}
         for name in ("main", "other"):
             user = client.post("/v3/access/users", headers=admin, json={"username": name, "password": PASSWORD})
+            ace = {"ace_type": "user", "path": "/projects", "user_id": user.json()["user_id"], "role_id": user_role}
+            client.post("/v3/access/acl", headers=admin, json=ace).raise_for_status()
             config = {"name": "fake", "provider": "openai", "model": "m", "base_url": fake_llm_url, "api_key": "k-1"}
             client.post(f"/v3/access/users/{user.json()['user_id']}/llm-model-configs", headers=admin, json=config)
             tokens[name] = login(client, name, PASSWORD)

@@ -82,13 +82,18 @@ class Lab:
     def prefix(self, project_id: str | None = None) -> str:
         return self.prefix_template.format(project_id=project_id or self.project_id)
 
-    async def add_user(self, username: str, *, llm: bool = True) -> tuple[str, dict[str, str]]:
-        """A second user (with a fake-LLM configuration unless `llm=False`); returns (user_id, headers)."""
+    async def add_user(
+        self, username: str, *, llm: bool = True, access: str | None = "/projects"
+    ) -> tuple[str, dict[str, str]]:
+        """A second user (with a fake-LLM configuration unless `llm=False`), given the `User` role on the resource path
+        `access` (every project by default; None: no access to any project but its own); returns (user_id, headers)."""
         response = await self.client.post(
             "/v3/access/users", json={"username": username, "password": "password-1"}, headers=self.headers
         )
         assert response.status_code == 201, response.text
         user_id = response.json()["user_id"]
+        if access is not None:
+            await self.grant(user_id, access)
         if llm:
             response = await self.client.post(
                 f"/v3/access/users/{user_id}/llm-model-configs",
@@ -97,6 +102,18 @@ class Lab:
             )
             assert response.status_code == 201, response.text
         return user_id, await self.login(username, "password-1")
+
+    async def role_id(self, name: str) -> str:
+        response = await self.client.get("/v3/access/roles", headers=self.headers)
+        assert response.status_code == 200, response.text
+        return next(role["role_id"] for role in response.json() if role["name"] == name)
+
+    async def grant(self, user_id: str, path: str, role: str = "User", **fields: Any) -> str:
+        """An access control entry giving `user_id` the role on `path`; returns its id."""
+        body = {"ace_type": "user", "path": path, "user_id": user_id, "role_id": await self.role_id(role), **fields}
+        response = await self.client.post("/v3/access/acl", json=body, headers=self.headers)
+        assert response.status_code == 201, response.text
+        return response.json()["ace_id"]
 
     async def stream(
         self,

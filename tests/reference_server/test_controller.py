@@ -104,11 +104,12 @@ async def login(client: httpx.AsyncClient, username: str, password: str) -> http
 
 
 async def new_user(lab: Lab, username: str, password: str = "password-1") -> tuple[str, dict[str, str]]:
-    """A non-admin user without any LLM configuration; returns (user_id, headers)."""
+    """A non-admin user without any LLM configuration, with access to every project; returns (user_id, headers)."""
     response = await lab.client.post(
         "/v3/access/users", json={"username": username, "password": password}, headers=lab.headers
     )
     assert response.status_code == 201, response.text
+    await lab.grant(response.json()["user_id"], "/projects")
     token = (await login(lab.client, username, password)).json()["access_token"]
     return response.json()["user_id"], {"Authorization": f"Bearer {token}"}
 

@@ -86,6 +86,7 @@ async def new_user_with_remote_llm(lab: Lab, base_url: str, api_key: str, passwo
     )
     assert response.status_code == 201, response.text
     user_id = response.json()["user_id"]
+    await lab.grant(user_id, "/projects")
     token = (
         await lab.client.post("/v3/access/users/authenticate", json={"username": username, "password": password})
     ).json()["access_token"]

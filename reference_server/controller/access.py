@@ -1,0 +1,238 @@
+"""Project access control, shaped like gns3-server 3.x's role-based access control (ACCESS-001..004).
+
+The part a chat client meets: privileges, built-in roles that hold them, and access control entries (ACEs) that
+give a user a role on a resource path (`/`, `/projects`, `/projects/{project_id}`). A privilege on a path is
+decided as gns3-server decides it (gns3server/db/repositories/rbac.py): the user's entries whose role holds the
+privilege are compared from the most specific path up to `/`; at the first level with an entry, a denying entry
+(`allowed: false`) refuses, and an allowing one grants when it is on the path itself or propagates. Superadmins
+hold every privilege. The creator of a project gets the `User` role on it when it is created, so a project
+belongs to its creator and an administrator can still take that away. Groups and resource pools are not modelled.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from reference_server.timestamps import utc_now
+
+if TYPE_CHECKING:  # store.py takes its schema from here
+    from .store import ControllerStore, User
+
+PROJECT_PRIVILEGES = {
+    "Project.Allocate": "Create, open, close or delete a project",
+    "Project.Audit": "View a project and use its chat",
+    "Project.Modify": "Update a project",
+}
+# The built-in roles of gns3-server that concern projects, with the project privileges each holds there.
+BUILTIN_ROLES = {
+    "Administrator": ("Administrator role", list(PROJECT_PRIVILEGES)),
+    "User": ("User role", ["Project.Allocate", "Project.Audit", "Project.Modify"]),
+    "Auditor": ("Role with read only access", ["Project.Audit"]),
+    "No Access": ("Role with no privileges (used to forbid access)", []),
+}
+CREATOR_ROLE = "User"
+CHAT_PRIVILEGE = "Project.Audit"  # seeing a project is enough to chat about it: the sessions are the user's own
+
+# Fixed ids (uuid5 of the name), so that every data directory names the built-in roles alike.
+_NAMESPACE = uuid.UUID("6f0c3d2e-5b1a-4c1e-9a57-0d5e2f7b8c11")
+
+
+def builtin_id(name: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, name))
+
+
+_seed_privileges = "\n".join(
+    f"INSERT OR IGNORE INTO privileges VALUES ('{builtin_id(n)}', '{n}', '{d}');" for n, d in PROJECT_PRIVILEGES.items()
+)
+_seed_roles = "\n".join(
+    f"INSERT OR IGNORE INTO roles VALUES ('{builtin_id(n)}', '{n}', '{d}', TRUE);"
+    for n, (d, _) in BUILTIN_ROLES.items()
+)
+_seed_grants = "\n".join(
+    f"INSERT OR IGNORE INTO role_privileges VALUES ('{builtin_id(r)}', '{builtin_id(p)}');"
+    for r, (_, privileges) in BUILTIN_ROLES.items()
+    for p in privileges
+)
+
+ACCESS_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS privileges (
+    privilege_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT
+);
+CREATE TABLE IF NOT EXISTS roles (
+    role_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    description TEXT,
+    is_builtin BOOLEAN NOT NULL DEFAULT FALSE
+);
+CREATE TABLE IF NOT EXISTS role_privileges (
+    role_id TEXT NOT NULL REFERENCES roles(role_id) ON DELETE CASCADE,
+    privilege_id TEXT NOT NULL REFERENCES privileges(privilege_id) ON DELETE CASCADE,
+    PRIMARY KEY (role_id, privilege_id)
+);
+CREATE TABLE IF NOT EXISTS acl (
+    ace_id TEXT PRIMARY KEY,
+    ace_type TEXT NOT NULL CHECK (ace_type = 'user'),
+    path TEXT NOT NULL,
+    propagate BOOLEAN NOT NULL DEFAULT TRUE,
+    allowed BOOLEAN NOT NULL DEFAULT TRUE,
+    user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
+    role_id TEXT NOT NULL REFERENCES roles(role_id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_acl_user ON acl(user_id);
+{_seed_privileges}
+{_seed_roles}
+{_seed_grants}
+"""
+
+UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# The resource paths this server controls access to (gns3-server accepts the path of any of its endpoints).
+RESOURCE_PATH = re.compile(rf"^/$|^/projects$|^/projects/{UUID_PATTERN}$")
+
+
+def project_path(project_id: str) -> str:
+    return f"/projects/{project_id}"
+
+
+@dataclass(frozen=True)
+class Ace:
+    ace_id: str
+    ace_type: str
+    path: str
+    propagate: bool
+    allowed: bool
+    user_id: str
+    group_id: None
+    role_id: str
+    created_at: str
+    updated_at: str
+
+    def public(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ace(row: Any) -> Ace:
+    data = dict(row)
+    return Ace(
+        ace_id=data["ace_id"],
+        ace_type=data["ace_type"],
+        path=data["path"],
+        propagate=bool(data["propagate"]),
+        allowed=bool(data["allowed"]),
+        user_id=data["user_id"],
+        group_id=None,
+        role_id=data["role_id"],
+        created_at=data["created_at"],
+        updated_at=data["updated_at"],
+    )
+
+
+def decide(path: str, entries: list[tuple[str, bool, bool]]) -> bool:
+    """gns3-server's rule over (path, propagate, allowed) entries whose role holds the privilege."""
+    components = path.rstrip("/").split("/")
+    for end in range(len(components), 0, -1):
+        level = "/".join(components[:end]) or "/"
+        here = [(propagate, allowed) for ace_path, propagate, allowed in entries if ace_path == level]
+        if any(not allowed for _, allowed in here):
+            return False
+        if any(allowed and (level == path or propagate) for propagate, allowed in here):
+            return True
+    return False
+
+
+class AccessControl:
+    """Privileges, roles and ACEs, kept in the controller database next to the users."""
+
+    def __init__(self, store: ControllerStore) -> None:
+        self.store = store
+
+    async def has_privilege(self, user: User, path: str, privilege: str) -> bool:
+        if user.is_superadmin:
+            return True
+        rows = await self.store._rows(
+            "SELECT acl.path, acl.propagate, acl.allowed FROM acl "
+            "JOIN role_privileges rp ON rp.role_id = acl.role_id "
+            "JOIN privileges p ON p.privilege_id = rp.privilege_id "
+            "WHERE acl.user_id = ? AND p.name = ?",
+            (user.user_id, privilege),
+        )
+        return decide(path, [(row[0], bool(row[1]), bool(row[2])) for row in rows])
+
+    # --- privileges and roles ---------------------------------------------------------------------------
+
+    async def privileges(self) -> list[dict[str, Any]]:
+        return [dict(row) for row in await self.store._rows("SELECT * FROM privileges ORDER BY name")]
+
+    async def roles(self) -> list[dict[str, Any]]:
+        roles = [dict(row) for row in await self.store._rows("SELECT * FROM roles ORDER BY name")]
+        for role in roles:
+            role["is_builtin"] = bool(role["is_builtin"])
+            role["privileges"] = [
+                dict(row)
+                for row in await self.store._rows(
+                    "SELECT p.* FROM privileges p JOIN role_privileges rp ON rp.privilege_id = p.privilege_id "
+                    "WHERE rp.role_id = ? ORDER BY p.name",
+                    (role["role_id"],),
+                )
+            ]
+        return roles
+
+    async def role(self, role_id: str) -> dict[str, Any] | None:
+        return next((role for role in await self.roles() if role["role_id"] == role_id), None)
+
+    # --- access control entries ---------------------------------------------------------------------------
+
+    async def aces(self) -> list[Ace]:
+        return [_ace(row) for row in await self.store._rows("SELECT * FROM acl ORDER BY created_at, ace_id")]
+
+    async def ace(self, ace_id: str) -> Ace | None:
+        rows = await self.store._rows("SELECT * FROM acl WHERE ace_id = ?", (ace_id,))
+        return _ace(rows[0]) if rows else None
+
+    async def add_ace(self, *, path: str, user_id: str, role_id: str, propagate: bool, allowed: bool) -> Ace:
+        now = utc_now()
+        ace_id = str(uuid.uuid4())
+        await self.store.db.execute(
+            "INSERT INTO acl VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?)",
+            (ace_id, path, propagate, allowed, user_id, role_id, now, now),
+        )
+        await self.store.db.commit()
+        return await self.ace(ace_id)
+
+    async def update_ace(
+        self, ace_id: str, *, path: str, user_id: str, role_id: str, propagate: bool, allowed: bool
+    ) -> Ace | None:
+        await self.store.db.execute(
+            "UPDATE acl SET path = ?, user_id = ?, role_id = ?, propagate = ?, allowed = ?, updated_at = ? "
+            "WHERE ace_id = ?",
+            (path, user_id, role_id, propagate, allowed, utc_now(), ace_id),
+        )
+        await self.store.db.commit()
+        return await self.ace(ace_id)
+
+    async def remove_ace(self, ace_id: str) -> bool:
+        cursor = await self.store.db.execute("DELETE FROM acl WHERE ace_id = ?", (ace_id,))
+        await self.store.db.commit()
+        return cursor.rowcount > 0
+
+    async def grant_creator(self, project_id: str, user: User) -> None:
+        if not user.is_superadmin:  # a superadmin has access already; an entry would only clutter the ACL
+            await self.add_ace(
+                path=project_path(project_id),
+                user_id=user.user_id,
+                role_id=builtin_id(CREATOR_ROLE),
+                propagate=True,
+                allowed=True,
+            )
+
+    async def forget_project(self, project_id: str) -> None:
+        """A deleted project's entries go with it, as in gns3-server."""
+        path = project_path(project_id)
+        await self.store.db.execute("DELETE FROM acl WHERE path = ? OR path LIKE ?", (path, path + "/%"))
+        await self.store.db.commit()
