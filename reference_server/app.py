@@ -14,6 +14,7 @@ from .controller.routes import router as controller_router
 from .errors import install_handlers
 from .services import Services
 from .settings import Settings
+from .storage_faults import install_storage_fault_handlers
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -32,6 +33,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_handlers(app)
+    install_storage_fault_handlers(app)  # 503 storage_unavailable / project_unavailable (ERROR-003)
     app.include_router(controller_router)
     app.include_router(build_router(settings.chat_prefix))
     return app

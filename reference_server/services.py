@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +14,11 @@ from .agent.llm_factory import ChatModelFactory
 from .agent.manager import ProjectAgentManager
 from .controller.security import SecretBox, TokenIssuer, hash_password
 from .controller.store import ControllerStore
+from .private_files import private_dir
 from .settings import Settings
+from .storage_faults import ProjectUnavailable
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LLM_CONFIG = {
     "name": "built-in fake LLM",
@@ -43,23 +49,52 @@ class Services:
 
     @classmethod
     async def start(cls, settings: Settings) -> Services:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        secrets_dir = settings.data_dir / "secrets"
+        """Fails, closing what it opened, when the server cannot serve at all; a project that cannot be opened
+        only makes that project answer 503 project_unavailable."""
+        try:
+            private_dir(settings.data_dir)
+            with tempfile.TemporaryFile(dir=settings.data_dir):  # fail now, clearly, rather than on every write
+                pass
+            secrets_dir = private_dir(settings.data_dir / "secrets")
+            private_dir(settings.projects_dir)
+        except OSError as exc:
+            log.critical("start-up failed: the data directory %s is not writable: %s", settings.data_dir, exc)
+            raise
         store = ControllerStore(settings.data_dir / "controller.db")
-        await store.open()
-        log = RequestLog()
-        models = ChatModelFactory(ScriptLibrary.from_folders(settings.fake_llm_scripts), log)
-        manager = ProjectAgentManager(
-            models, heartbeat_interval=settings.heartbeat_interval, title_counts_in_stats=settings.title_counts_in_stats
-        )
-        services = cls(
-            settings, store, TokenIssuer(secrets_dir, settings.token_ttl_seconds), SecretBox(secrets_dir), manager, log
-        )
-        await services._seed()
-        for project in await store.list_projects():  # projects left opened are opened again, as GNS3 does
+        try:
+            await store.open()
+        except BaseException as exc:
+            log.critical("start-up failed: the controller database %s cannot be used: %s", store.path, exc)
+            raise
+        try:
+            request_log = RequestLog()
+            models = ChatModelFactory(ScriptLibrary.from_folders(settings.fake_llm_scripts), request_log)
+            manager = ProjectAgentManager(
+                models,
+                heartbeat_interval=settings.heartbeat_interval,
+                title_counts_in_stats=settings.title_counts_in_stats,
+            )
+            tokens = TokenIssuer(secrets_dir, settings.token_ttl_seconds)
+            services = cls(settings, store, tokens, SecretBox(secrets_dir), manager, request_log)
+            await services._seed()
+            projects = await store.list_projects()
+        except BaseException as exc:
+            # An open connection is a non-daemon thread: left behind, the process would never exit.
+            log.critical("start-up failed: %s", exc)
+            await store.close()
+            raise
+        for project in projects:  # projects left opened are opened again, as GNS3 does
             if project.status == "opened":
-                await manager.open_project(project.project_id, services.project_dir(project.project_id))
+                await services._reopen(project.project_id)
         return services
+
+    async def _reopen(self, project_id: str) -> None:
+        try:
+            await self.manager.open_project(project_id, self.project_dir(project_id))
+        except Exception as exc:
+            reason = exc.reason if isinstance(exc, ProjectUnavailable) else str(exc)
+            log.error("project %s cannot be opened; it answers 503 project_unavailable: %s", project_id, reason)
+            self.manager.mark_unavailable(project_id, reason)
 
     async def _seed(self) -> None:
         """A new controller database gets the admin account, whose LLM is the in-process fake LLM."""

@@ -6,6 +6,8 @@ import asyncio
 import shutil
 from pathlib import Path
 
+from reference_server.storage_faults import ProjectUnavailable, storage_fault
+
 from .llm_factory import ChatModelFactory
 from .service import AgentService
 
@@ -16,10 +18,18 @@ class ProjectAgentManager:
         self.heartbeat_interval = heartbeat_interval
         self.title_counts_in_stats = title_counts_in_stats
         self._services: dict[str, AgentService] = {}
+        self._unavailable: dict[str, str] = {}  # project_id -> why its database could not be opened
         self._lock = asyncio.Lock()
 
     def get(self, project_id: str) -> AgentService | None:
+        """The opened project's service; one whose database could not be opened answers 503 project_unavailable."""
+        if project_id in self._unavailable:
+            raise ProjectUnavailable(project_id, self._unavailable[project_id])
         return self._services.get(project_id)
+
+    def mark_unavailable(self, project_id: str, reason: str) -> None:
+        """A project left opened whose database cannot be opened at start-up: it answers 503, the server serves."""
+        self._unavailable[project_id] = reason
 
     async def open_project(self, project_id: str, project_dir: Path) -> AgentService:
         """When a project opens: open its database, migrating it in place (MIGRATION-001)."""
@@ -33,12 +43,23 @@ class ProjectAgentManager:
                     heartbeat_interval=self.heartbeat_interval,
                     title_counts_in_stats=self.title_counts_in_stats,
                 )
-                await service.open()
+                try:
+                    await service.open()
+                except ProjectUnavailable as exc:  # corrupt, or not SQLite: this project only
+                    self._unavailable[project_id] = exc.reason
+                    raise
+                except Exception as exc:
+                    if storage_fault(exc) is not None:  # the disk, not the project: 503 storage_unavailable
+                        raise
+                    self._unavailable[project_id] = f"{type(exc).__name__}: {exc}"
+                    raise ProjectUnavailable(project_id, self._unavailable[project_id]) from exc
+                self._unavailable.pop(project_id, None)
                 self._services[project_id] = service
             return service
 
     async def close_project(self, project_id: str) -> None:
         async with self._lock:
+            self._unavailable.pop(project_id, None)
             service = self._services.pop(project_id, None)
         if service is not None:
             await service.close()

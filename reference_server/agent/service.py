@@ -12,6 +12,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.conversation_history import ConversationHistory
+from reference_server.private_files import private_dir, private_file
+from reference_server.storage_faults import project_database
 
 from .converters import history_to_openai
 from .graph import TITLE_NODE, build_graph, stamp
@@ -24,6 +26,8 @@ from .turn import CANCELLED_TOOL_OUTPUT, Turn
 log = logging.getLogger(__name__)
 
 DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"  # DB-001
+# What answers the user message of a turn cut by a crash, so that the history never holds `user, user`.
+INTERRUPTED_ANSWER = "(No answer: the server stopped before this turn finished.)"
 
 
 def database_path(project_dir: Path) -> Path:
@@ -59,25 +63,45 @@ class AgentService:
         return database_path(self.project_dir)
 
     async def open(self) -> None:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        # Two connections: the checkpointer owns its transactions, the repository its own.
-        self._repo_conn = await _connect(self.db_path)
-        self._repo_conn.row_factory = aiosqlite.Row
-        for upgraded in await migrate(self._repo_conn):
-            log.info("project %s: chat_sessions upgraded from the legacy schema %s", self.project_id, upgraded)
-        self._saver_conn = await _connect(self.db_path)
-        self.saver = AsyncSqliteSaver(self._saver_conn)  # its checkpoints and writes, in the same file (DB-005)
-        await self.saver.setup()
-        self.repo = ChatSessionsRepository(self._repo_conn, self.project_id)
-        self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
+        private_dir(self.db_path.parent)
+        private_file(self.db_path)  # 0600 before SQLite creates it: its -wal and -shm files take its mode
+        self._repo_conn = self._saver_conn = None
+        try:
+            with project_database(self.project_id):
+                # Two connections: the checkpointer owns its transactions, the repository its own.
+                self._repo_conn = await _connect(self.db_path)
+                self._repo_conn.row_factory = aiosqlite.Row
+                for upgraded in await migrate(self._repo_conn):
+                    log.info("project %s: chat_sessions upgraded from the legacy schema %s", self.project_id, upgraded)
+                self._saver_conn = await _connect(self.db_path)
+                self.saver = AsyncSqliteSaver(self._saver_conn)  # its checkpoints and writes, in the same file (DB-005)
+                await self.saver.setup()
+            self.repo = ChatSessionsRepository(self._repo_conn, self.project_id)
+            self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
+            for session_id, user_message_id in await self.repo.turns_in_flight():  # turns cut by a crash
+                try:
+                    await self.recover(session_id, user_message_id)
+                except Exception:  # e.g. a full disk: tried again at the session's next turn or start-up
+                    log.exception("project %s, session %s: recovering a cut turn failed", self.project_id, session_id)
+        except BaseException:
+            # An open connection is a non-daemon thread: left behind, it would keep the process alive at exit.
+            await self._close_connections()
+            raise
+
+    async def _close_connections(self) -> None:
+        for conn in (self._saver_conn, self._repo_conn):
+            if conn is not None:
+                try:
+                    await conn.close()  # stops the connection's thread even when it fails
+                except Exception:
+                    log.exception("project %s: closing its database failed", self.project_id)
 
     async def close(self) -> None:
         turns = self._turns()
         for turn in turns:
             turn.stop("project closed")
         await asyncio.gather(*(turn.finished.wait() for turn in turns))
-        await self._saver_conn.close()
-        await self._repo_conn.close()
+        await self._close_connections()
 
     # --- turns ------------------------------------------------------------------------------------------
 
@@ -108,8 +132,10 @@ class AgentService:
         if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
             graph_input["title_attempted"] = True
 
-        def events():
-            return self.graph.astream_events(graph_input, config, version="v2")
+        async def events():
+            await self._begin_turn(session_id, user_message.id)
+            async for event in self.graph.astream_events(graph_input, config, version="v2"):
+                yield event
 
         turn = Turn(
             session_id=session_id,
@@ -122,6 +148,37 @@ class AgentService:
         self.running[session_id] = turn
         turn.start()
         return turn
+
+    async def _begin_turn(self, session_id: str, user_message_id: str) -> None:
+        """Mark the turn in flight before the graph checkpoints anything of it, after counting a turn of the
+        session that could not finish (its statistics could not be written, e.g. on a full disk)."""
+        for _, left_over in await self.repo.turns_in_flight(session_id):
+            await self.recover(session_id, left_over)
+        await self.repo.begin_turn(session_id, user_message_id)
+
+    async def recover(self, session_id: str, user_message_id: str) -> None:
+        """Finish a turn that a crash cut, as a cut-short turn is finished: repaired, then counted from what the
+        checkpoint kept (its LLM generations and their usage; a generation cut by the crash left nothing to count).
+        record_turn ends the turn's in-flight mark in the transaction of its statistics: counted once."""
+        config = {"configurable": {"thread_id": session_id}}
+        state = await self.graph.aget_state(config)
+        messages = list(state.values.get("messages", []))
+        start = next((i for i, m in enumerate(messages) if m.id == user_message_id), len(messages))
+        generations = [m for m in messages[start + 1 :] if isinstance(m, AIMessage)]
+        repair = _repairs(messages, user_message_id, "", crashed=True)
+        if repair:
+            await self.graph.aupdate_state(config, {"messages": repair}, as_node=TITLE_NODE)
+            messages += repair
+        usage = [m.usage_metadata or {} for m in generations]
+        totals = TurnTotals(
+            message_count=len(messages),  # STATS-001
+            llm_calls=len(generations),
+            input_tokens=sum(u.get("input_tokens", 0) for u in usage),
+            output_tokens=sum(u.get("output_tokens", 0) for u in usage),
+            generated_title=state.values.get("conversation_title"),
+        )
+        await self.repo.record_turn(session_id, totals)
+        log.warning("project %s, session %s: a turn cut short by a crash was recovered", self.project_id, session_id)
 
     async def _finish_turn(self, turn: Turn) -> None:
         try:
@@ -156,7 +213,8 @@ class AgentService:
     # --- sessions ---------------------------------------------------------------------------------------
 
     async def history(self, session: ChatSession, limit: int) -> ConversationHistory:
-        state = await self.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
+        with project_database(self.project_id):
+            state = await self.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
         messages = history_to_openai(session.thread_id, list(state.values.get("messages", [])))
         # Oldest first, with the session's id and title (HISTORY-001).
         return ConversationHistory(
@@ -174,14 +232,16 @@ class AgentService:
             turn.stop("session deleted")
             await turn.finished.wait()
         deleted = await self.repo.delete(session_id)  # the row (SESSION-006)
-        await self.saver.adelete_thread(session_id)  # checkpoints and writes (SESSION-006, DB-006)
+        with project_database(self.project_id):
+            await self.saver.adelete_thread(session_id)  # checkpoints and writes (SESSION-006, DB-006)
         return deleted
 
 
-def _repairs(messages: list, user_message_id: str, streamed_text: str) -> list:
+def _repairs(messages: list, user_message_id: str, streamed_text: str, *, crashed: bool = False) -> list:
     """What a turn cut short (error, abort, disconnect) must add so that its history stays whole:
     a result for every tool call left unanswered (HISTORY-005), and the part of an answer that was streamed
-    but never stored, so that the history shows what the user saw (STREAM-CONTENT-001)."""
+    but never stored, so that the history shows what the user saw (STREAM-CONTENT-001). A turn cut by a crash
+    with no assistant message at all gets INTERRUPTED_ANSWER: no `user, user` pair in the history."""
     start = next((i for i, m in enumerate(messages) if m.id == user_message_id), None)
     if start is None:
         return []
@@ -198,6 +258,8 @@ def _repairs(messages: list, user_message_id: str, streamed_text: str) -> list:
     stored = "".join(m.content for m in turn_messages if isinstance(m, AIMessage) and isinstance(m.content, str))
     if len(streamed_text) > len(stored) and streamed_text.startswith(stored):
         repairs.append(stamp(AIMessage(streamed_text[len(stored) :])))
+    if crashed and last_ai is None:
+        repairs.append(stamp(AIMessage(INTERRUPTED_ANSWER)))
     return repairs
 
 

@@ -11,6 +11,7 @@ import aiosqlite
 
 import gns3_copilot_spec as spec
 from gns3_copilot_generated.api.chat_session import ChatSession
+from reference_server.storage_faults import project_database
 from reference_server.timestamps import later_than, normalise, utc_now
 
 NEW_TITLE = "New Conversation"  # TITLE-001
@@ -25,6 +26,12 @@ LISTING_INDEX = (
 # The caller's sessions of this project and no others (LIST-001), in the contract's total order (LIST-002).
 LISTING_QUERY = (
     "SELECT * FROM chat_sessions WHERE user_id = ? AND project_id = ? ORDER BY pinned DESC, updated_at DESC, id DESC"
+)
+# The server's own bookkeeping beside the contract's table (whose columns DB-003 fixes): the turn each session has
+# started and not yet counted. Its row goes in the transaction that writes the turn's statistics, so a turn cut by a
+# crash is found at the next start-up and counted once (AgentService.recover).
+TURNS_IN_FLIGHT = (
+    "CREATE TABLE IF NOT EXISTS turns_in_flight (thread_id TEXT PRIMARY KEY, user_message_id TEXT NOT NULL)"
 )
 
 
@@ -74,6 +81,7 @@ async def migrate(db: aiosqlite.Connection) -> list[str]:
         applied.append(legacy["name"])
     await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))
     await db.execute(LISTING_INDEX)
+    await db.execute(TURNS_IN_FLIGHT)
     await db.commit()
     return applied
 
@@ -85,41 +93,58 @@ class ChatSessionsRepository:
         # One writer at a time, so that each read-modify-write of updated_at is atomic (LIST-003).
         self._write_lock = asyncio.Lock()
 
-    async def get(self, thread_id: str) -> ChatSession | None:
+    async def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[aiosqlite.Row]:
         # Every read runs whole in one call: a statement left open across an await on this shared connection
         # would pin an old WAL snapshot, and the next write on it would fail at once with SQLITE_BUSY.
-        rows = await self.db.execute_fetchall("SELECT * FROM chat_sessions WHERE thread_id = ?", (thread_id,))
+        with project_database(self.project_id):
+            return list(await self.db.execute_fetchall(sql, params))
+
+    async def _commit(self, *statements: tuple[str, tuple[Any, ...]]) -> list[aiosqlite.Cursor]:
+        """Statements in one transaction, under the caller's write lock; rolled back when one fails (a full disk),
+        so that the connection never keeps a half-done write for the next commit."""
+        with project_database(self.project_id):
+            try:
+                cursors = [await self.db.execute(sql, params) for sql, params in statements]
+                await self.db.commit()
+            except BaseException:
+                await self.db.rollback()
+                raise
+        return cursors
+
+    async def get(self, thread_id: str) -> ChatSession | None:
+        rows = await self._read("SELECT * FROM chat_sessions WHERE thread_id = ?", (thread_id,))
         return _row_to_session(rows[0]) if rows else None
 
     async def list_for(self, user_id: str) -> list[ChatSession]:
-        return [
-            _row_to_session(row) for row in await self.db.execute_fetchall(LISTING_QUERY, (user_id, self.project_id))
-        ]
+        return [_row_to_session(row) for row in await self._read(LISTING_QUERY, (user_id, self.project_id))]
 
     async def create(self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None) -> ChatSession:
         now = utc_now()  # created_at = updated_at; updates only move updated_at forward (TIME-002)
         async with self._write_lock:
-            await self.db.execute(
-                "INSERT INTO chat_sessions (thread_id, user_id, project_id, title, created_at, updated_at, metadata,"
-                " pinned) VALUES (?, ?, ?, ?, ?, ?, ?, FALSE)",
-                (thread_id, user_id, self.project_id, NEW_TITLE, now, now, json.dumps(metadata or {})),
+            await self._commit(
+                (
+                    "INSERT INTO chat_sessions (thread_id, user_id, project_id, title, created_at, updated_at,"
+                    " metadata, pinned) VALUES (?, ?, ?, ?, ?, ?, ?, FALSE)",
+                    (thread_id, user_id, self.project_id, NEW_TITLE, now, now, json.dumps(metadata or {})),
+                )
             )
-            await self.db.commit()
         return await self.get(thread_id)
 
-    async def _mutate(self, thread_id: str, assignments: str, params: tuple[Any, ...]) -> ChatSession | None:
-        """Apply one UPDATE that also moves updated_at strictly forward (LIST-003)."""
+    async def _mutate(
+        self, thread_id: str, assignments: str, params: tuple[Any, ...], *also: tuple[str, tuple[Any, ...]]
+    ) -> ChatSession | None:
+        """Apply one UPDATE that also moves updated_at strictly forward (LIST-003), with `also` in its transaction."""
         async with self._write_lock:
-            rows = await self.db.execute_fetchall(
-                "SELECT updated_at FROM chat_sessions WHERE thread_id = ?", (thread_id,)
-            )
+            rows = await self._read("SELECT updated_at FROM chat_sessions WHERE thread_id = ?", (thread_id,))
             if not rows:
+                if also:
+                    await self._commit(*also)
                 return None
-            await self.db.execute(
+            update = (
                 f"UPDATE chat_sessions SET {assignments}, updated_at = ? WHERE thread_id = ?",
                 (*params, later_than(rows[0][0]), thread_id),
             )
-            await self.db.commit()
+            await self._commit(update, *also)
         return await self.get(thread_id)
 
     async def rename(self, thread_id: str, title: str) -> ChatSession | None:
@@ -136,8 +161,19 @@ class ChatSessionsRepository:
             return current
         return await self._mutate(thread_id, "pinned = ?", (pinned,))
 
+    async def begin_turn(self, thread_id: str, user_message_id: str) -> None:
+        """Remember a turn before it changes the checkpoint: until record_turn, it is a turn in flight."""
+        async with self._write_lock:
+            await self._commit(("INSERT OR REPLACE INTO turns_in_flight VALUES (?, ?)", (thread_id, user_message_id)))
+
+    async def turns_in_flight(self, thread_id: str | None = None) -> list[tuple[str, str]]:
+        """(thread_id, user_message_id) of turns started and never counted (of one session, or of all)."""
+        where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id else ("", ())
+        return [(row[0], row[1]) for row in await self._read(f"SELECT * FROM turns_in_flight {where}", params)]
+
     async def record_turn(self, thread_id: str, totals: TurnTotals) -> ChatSession | None:
-        """Statistics and title of one turn, in one UPDATE (STATS-007); a manual title is kept (TITLE-003)."""
+        """Statistics and title of one turn, in one UPDATE (STATS-007); a manual title is kept (TITLE-003).
+        The turn stops being in flight in the same transaction: it is counted exactly once."""
         return await self._mutate(
             thread_id,
             "message_count = ?, llm_calls_count = llm_calls_count + ?, input_tokens = input_tokens + ?, "
@@ -157,10 +193,13 @@ class ChatSessionsRepository:
                 MANUAL_TITLE,
                 totals.generated_title,
             ),
+            ("DELETE FROM turns_in_flight WHERE thread_id = ?", (thread_id,)),
         )
 
     async def delete(self, thread_id: str) -> bool:
         async with self._write_lock:
-            cursor = await self.db.execute("DELETE FROM chat_sessions WHERE thread_id = ?", (thread_id,))
-            await self.db.commit()
+            cursor, _ = await self._commit(
+                ("DELETE FROM chat_sessions WHERE thread_id = ?", (thread_id,)),
+                ("DELETE FROM turns_in_flight WHERE thread_id = ?", (thread_id,)),
+            )
         return cursor.rowcount > 0

@@ -9,6 +9,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, ToolException, tool
 
+from reference_server.private_files import write_private
+
 TOPOLOGY_FILE = "topology.json"
 
 DEFAULT_TOPOLOGY: dict[str, Any] = {
@@ -25,7 +27,7 @@ MAX_WAIT_SECONDS = 30.0
 
 
 def write_default_topology(project_dir: Path) -> None:
-    (project_dir / TOPOLOGY_FILE).write_text(json.dumps(DEFAULT_TOPOLOGY, indent=2), encoding="utf-8")
+    write_private(project_dir / TOPOLOGY_FILE, json.dumps(DEFAULT_TOPOLOGY, indent=2))
 
 
 def _canned_output(node: dict[str, Any], command: str) -> str:

@@ -16,6 +16,7 @@ from gns3_copilot_generated.events.done import DoneEvent
 from gns3_copilot_generated.events.error import ErrorEvent
 from gns3_copilot_generated.events.heartbeat import HeartbeatEvent
 from gns3_copilot_generated.events.tool_end import ToolEndEvent
+from reference_server.storage_faults import storage_fault
 
 from .stream_translator import Event, StreamTranslator, TurnStatistics
 
@@ -101,7 +102,8 @@ class Turn:
         if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
             log.warning("turn of session %s failed: %r", self.session_id, error)
             message = str(error) or type(error).__name__
-            failure = ErrorEvent(type="error", error=message, code="llm_error", session_id=self.session_id)
+            code = "storage_unavailable" if storage_fault(error) else "llm_error"  # e.g. a full disk mid-turn
+            failure = ErrorEvent(type="error", error=message, code=code, session_id=self.session_id)
         try:
             await self._finish(self)
         except Exception:  # the stream still ends with done; the log tells what went wrong

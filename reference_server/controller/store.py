@@ -91,12 +91,19 @@ class ControllerStore:
         self._db: aiosqlite.Connection | None = None
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        from reference_server.private_files import private_dir, private_file
+
+        private_dir(self.path.parent)
+        private_file(self.path)  # password hashes and sealed keys: 0600, and so its -journal file
         self._db = await aiosqlite.connect(self.path)
-        self._db.row_factory = aiosqlite.Row
-        await self._db.execute("PRAGMA foreign_keys = ON")
-        await self._db.executescript(SCHEMA)
-        await self._db.commit()
+        try:
+            self._db.row_factory = aiosqlite.Row
+            await self._db.execute("PRAGMA foreign_keys = ON")
+            await self._db.executescript(SCHEMA)  # a corrupt file, or not SQLite, fails here
+            await self._db.commit()
+        except BaseException:
+            await self.close()  # its thread is not a daemon: left open, the process would never exit
+            raise
 
     async def close(self) -> None:
         if self._db is not None:

@@ -498,4 +498,4 @@ __all__ = ["MUTANTS", "Mutant"]
 
 
 # The second generation, made by a method (see each module's docstring), registers itself in MUTANTS too.
-from . import mutants_api, mutants_stream  # noqa: E402, F401, I001
+from . import mutants_access, mutants_api, mutants_stream  # noqa: E402, F401, I001

@@ -37,6 +37,10 @@ SCENARIO_MISSING: dict[str, Missing] = {
     # The abort must reach a running turn: the slow tool returns at once, or the turn arrives whole.
     "abort.running_turn": Missing(SLOW_TOOL_QUICK, reason_has="the turn had ended before the abort was sent"),
     "abort.idle_session": _blocked(),
+    # Each needs a session of the project's owner first (a served turn), whose refusal to others it then judges.
+    "access.chat_endpoints": _blocked(),
+    "access.grant": _blocked(),
+    "access.controller": _blocked(),
     # The race needs a turn running in its silence; no turn runs with the model down.
     "concurrency.busy": _blocked(),
     "concurrency.busy_new_session": _blocked(),
