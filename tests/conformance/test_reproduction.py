@@ -73,7 +73,7 @@ def test_a_failing_requirement_is_rerun_by_its_command_and_replayed_by_its_curl(
         report = json.loads((tmp_path / "first" / "conformance.json").read_text())
         entry = next(r for r in report["requirements"] if r["id"] == "STREAM-ORDER-003")
         assert entry["verdict"] == "FAIL"
-        assert report["cleanup"]["kept"] is True and report["cleanup"]["removed"]["user"] == 3
+        assert report["cleanup"]["kept"] is True and report["cleanup"]["removed"]["user"] == 4  # with the stranger
 
         # (a) the rerun command: the same checks with the same seed fail it again
         rerun = entry["reproduce"]["rerun"]
