@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 import gns3_copilot_spec as spec
 
+from .body_limit import BodyLimit
 from .chat.routes import build_router
 from .controller.routes import router as controller_router
 from .errors import install_handlers
@@ -33,6 +34,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_handlers(app)
+    app.add_middleware(BodyLimit)  # outermost: 413 before anything else, authentication included (INPUT-010)
     install_storage_fault_handlers(app)  # 503 storage_unavailable / project_unavailable (ERROR-003)
     app.include_router(controller_router)
     app.include_router(build_router(settings.chat_prefix))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from .controller.security import TokenClaims
 from .controller.store import User
 from .errors import ApiError, unauthorized
 
@@ -14,10 +15,12 @@ from .errors import ApiError, unauthorized
 class Caller:
     user: User
     token: str
+    claims: TokenClaims
 
 
 async def authenticated(request: Request) -> Caller:
-    """The caller, or 401 with `WWW-Authenticate: Bearer` before any other check."""
+    """The caller, or 401 with `WWW-Authenticate: Bearer` before any other check. A token is refused from the
+    request after its logout, its user's deactivation or its user's password change (gns3-server's `ver`)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise unauthorized("Authentication required: send 'Authorization: Bearer <token>'")
@@ -28,7 +31,11 @@ async def authenticated(request: Request) -> Caller:
     user = await state.store.user_by_id(claims.user_id)
     if user is None:
         raise unauthorized("The bearer token's user no longer exists")
-    return Caller(user=user, token=token.strip())
+    if not user.is_active:
+        raise unauthorized("The bearer token's user is not an active user")
+    if claims.version != user.token_version or await state.store.token_revoked(claims.token_id):
+        raise unauthorized("The bearer token has been revoked")
+    return Caller(user=user, token=token.strip(), claims=claims)
 
 
 def require_superadmin(caller: Caller) -> None:

@@ -1,11 +1,13 @@
-"""One error shape for every 4xx/5xx answer: `{"message", "code", "details"?}` (ERROR-001, INPUT-007).
+"""One error shape for every 4xx/5xx answer: `{"message", "code", "details"?}` (ERROR-001, ERROR-003, INPUT-007).
 
-The codes are the contract's (ERROR-002): `unauthorized` and `validation_error` here, the others where
-chat/preconditions.py and chat/routes.py refuse a request.
+The codes are the contract's (ERROR-002): `unauthorized`, `validation_error`, `invalid_json` and
+`payload_too_large` here, the others where chat/preconditions.py and chat/routes.py refuse a request; an exception
+nothing else answered is a 500 `internal_error` (LastResort).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -13,9 +15,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.routing import Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gns3_copilot_generated.api.error_body import ErrorBody
 from gns3_copilot_generated.api.validation_error_body import FieldError, ValidationErrorBody, ValidationErrorDetails
+
+log = logging.getLogger(__name__)
 
 _STATUS_CODES = {
     400: "bad_request",
@@ -24,9 +31,16 @@ _STATUS_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
+    413: "payload_too_large",
     422: "validation_error",
+    500: "internal_error",
     501: "not_implemented",
 }
+
+
+def _text(value: str) -> str:
+    """A lone surrogate echoed from a request (not Unicode, not encodable) written as its escape, `\\ud800`."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class ApiError(Exception):
@@ -45,7 +59,7 @@ class ApiError(Exception):
         self.status, self.code, self.message, self.details, self.headers = status, code, message, details, headers
 
     def response(self) -> JSONResponse:
-        body = ErrorBody(message=self.message, code=self.code, details=self.details)
+        body = ErrorBody(message=_text(self.message), code=self.code, details=self.details)
         return JSONResponse(body.model_dump(exclude_none=True), status_code=self.status, headers=self.headers)
 
 
@@ -53,12 +67,21 @@ def unauthorized(message: str) -> ApiError:
     return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
 
 
+def invalid_json(reason: str) -> ApiError:
+    """400 for a body that is not JSON, or not JSON this server can take (INPUT-009, json_input.py)."""
+    return ApiError(400, "invalid_json", f"The request body is not valid JSON: {reason}")
+
+
 def validation_failed(errors: list[dict[str, Any]], message: str = "Request validation failed") -> ApiError:
-    """A 422 whose details list one entry per invalid field (INPUT-007)."""
+    """A 422 whose details list one entry per invalid field (INPUT-007); 400 invalid_json instead when pydantic
+    found the JSON itself unusable (its error type `json_invalid`)."""
+    for e in errors:
+        if e.get("type") == "json_invalid":
+            return invalid_json(str((e.get("ctx") or {}).get("error") or e.get("msg") or "unreadable"))
     entries = [
         FieldError(
-            loc=[str(part) if not isinstance(part, int) else part for part in e.get("loc", ())],
-            msg=str(e.get("msg", "invalid")),
+            loc=[_text(str(part)) if not isinstance(part, int) else part for part in e.get("loc", ())],
+            msg=_text(str(e.get("msg", "invalid"))),
             type=str(e.get("type", "value_error")),
         )
         for e in errors
@@ -71,19 +94,90 @@ def from_pydantic(error: ValidationError, prefix: tuple[str | int, ...]) -> ApiE
     return validation_failed([{**e, "loc": (*prefix, *e["loc"])} for e in error.errors(include_url=False)])
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path: Starlette's 405 names only the first matching route's. Asked
+    of the app's routes through `matches`, one method at a time, since FastAPI nests included routers."""
+    routes = request.app.routes
+    served = [m for m in _METHODS if any(r.matches({**request.scope, "method": m})[0] is Match.FULL for r in routes)]
+    return ", ".join(served)
+
+
+def _parse_failure(exc: StarletteHTTPException) -> ApiError | None:
+    """FastAPI answers a body json.loads could not parse for a reason other than syntax (too deep, not UTF-8, a
+    5000-digit number) with a bare 400; it is invalid JSON."""
+    cause = exc.__cause__
+    if exc.status_code != 400 or not isinstance(cause, RecursionError | ValueError):
+        return None
+    if isinstance(cause, RecursionError):
+        return invalid_json("arrays and objects are nested too deeply")
+    if isinstance(cause, UnicodeDecodeError):
+        return invalid_json("it is not UTF-8 text")
+    return invalid_json(str(cause))
+
+
+async def _caller_first(request: Request, refusal: ApiError) -> ApiError:
+    """FastAPI parses a body before it runs the route's dependencies: a body it cannot parse is answered only once
+    the caller is known, so that an unauthenticated caller still gets 401 first (AUTH-001)."""
+    from .auth import authenticated  # auth.py imports this module
+
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if refusal.status == 400 and dependant and any(d.call is authenticated for d in dependant.dependencies):
+        try:
+            await authenticated(request)
+        except ApiError as exc:
+            return exc
+    return refusal
+
+
+class LastResort:
+    """An exception no handler answered becomes a 500 `internal_error` body, its traceback logged (ERROR-003).
+    Once an answer has begun (a stream) it can only be re-raised, for the server to cut the connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except ClientDisconnect:
+            return  # the client went away while its body was read: nobody to answer
+        except Exception as exc:
+            if started:
+                raise
+            log.error("%s %s failed", scope.get("method"), scope.get("path"), exc_info=exc)
+            await ApiError(500, "internal_error", "Internal server error").response()(scope, receive, send)
+
+
 def install_handlers(app: FastAPI) -> None:
+    app.add_middleware(LastResort)
+
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return exc.response()
 
     @app.exception_handler(RequestValidationError)
-    async def _request_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = list(exc.errors())
-        if any(e.get("type") == "json_invalid" for e in errors):
-            return ApiError(400, "invalid_json", "The request body is not valid JSON").response()
-        return validation_failed(errors).response()
+    async def _request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return (await _caller_first(request, validation_failed(list(exc.errors())))).response()
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if (refusal := _parse_failure(exc)) is not None:
+            return (await _caller_first(request, refusal)).response()
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed_methods(request)
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return ApiError(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None)).response()
+        return ApiError(exc.status_code, code, str(exc.detail), headers=headers or None).response()

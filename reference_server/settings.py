@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     admin_username: str = Field("admin", min_length=3, description="Seeded when the controller database is new.")
     admin_password: str = Field("admin", min_length=1, description="Seeded when the controller database is new.")
     token_ttl_seconds: int = Field(86400, gt=0, description="Lifetime of access tokens.")
+    login_max_failures: int = Field(
+        10, ge=1, description="Failed logins for one username within the window before its logins answer 429."
+    )
+    login_failure_window_seconds: float = Field(
+        60.0, gt=0, le=86400, description="Seconds a failed login counts against its username."
+    )
     fake_llm_scripts: list[Path] = Field(
         default_factory=list, description="Extra script folders for the in-process fake LLM."
     )

@@ -6,6 +6,12 @@ generators understand neither, so the copy (1) inlines every referenced schema f
 `components/schemas` (named by its `title`), and (2) declares `text/event-stream` with `schema:` = the event
 union, which is how 3.1 tooling types a stream. Nothing else changes.
 
+The copy is not for Schemathesis, and cannot be: Schemathesis (4.x) checks each SSE event of a `text/event-stream`
+answer as the frame object `{data, event, id?, retry?}`, against `itemSchema` in 3.2 and against `schema` in 3.1.
+Here `schema` must be the event union for SDK generators, which no frame matches, and a valid 3.1 document has no
+other place for the frame's schema (3.1 rejects `itemSchema`). Schemathesis reads spec/openapi.yaml instead, where
+`itemSchema` is the frame and its `data` is checked as JSON against the union (tests/hostile/test_schemathesis.py).
+
     python tools/derive_openapi31.py OUTPUT.yaml
 """
 

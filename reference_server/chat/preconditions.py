@@ -7,6 +7,7 @@ Routes take raw path and query strings and call these in a fixed order, so that 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal, get_args, get_origin
 
 from fastapi import Request
@@ -19,10 +20,12 @@ from reference_server.agent.service import AgentService
 from reference_server.auth import Caller
 from reference_server.controller.access import CHAT_PRIVILEGE
 from reference_server.controller.common import require_project_privilege
-from reference_server.errors import ApiError, from_pydantic, validation_failed
+from reference_server.errors import ApiError, from_pydantic, invalid_json, validation_failed
+from reference_server.json_input import json_problem
 
 HISTORY_LIMIT_RANGE = (1, 1000)
 HISTORY_LIMIT_DEFAULT = 100
+_CANONICAL_LIMIT = re.compile(r"[1-9][0-9]{0,3}")  # at most 4 digits: no int() of an arbitrarily long string
 
 
 async def opened_project(project_id: str, request: Request, caller: Caller) -> AgentService:
@@ -61,13 +64,20 @@ def _booleans_not_sent_as_booleans(model: type[BaseModel], data: dict[str, Any])
 
 
 async def json_body(request: Request, model: type[BaseModel]) -> Any:
-    """400 for a body that is not JSON (INPUT-009); 422 for one that does not fit the model (INPUT-006, -007),
-    JSON types taken as they are: no string for a number, no number for a boolean (INPUT-003, INPUT-004)."""
+    """400 for a body that is not JSON (INPUT-009), or not JSON this server can take (json_input.py); 422 for one
+    that does not fit the model (INPUT-006, -007), JSON types taken as they are: no string for a number, no number
+    for a boolean (INPUT-003, INPUT-004). Reading the body may also raise 413 (body_limit.py)."""
     raw = await request.body()
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {exc}") from exc
+        data = json.loads(raw.decode("utf-8"))  # UTF-8 only (RFC 8259); json.loads(bytes) would guess UTF-16 or -32
+    except UnicodeDecodeError as exc:
+        raise invalid_json("it is not UTF-8 text") from exc
+    except RecursionError as exc:
+        raise invalid_json("arrays and objects are nested too deeply") from exc
+    except ValueError as exc:  # JSONDecodeError, and integers of more than 4300 digits
+        raise invalid_json(str(exc)) from exc
+    if (problem := json_problem(data)) is not None:
+        raise invalid_json(problem)
     if not isinstance(data, dict):
         raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
     booleans = _booleans_not_sent_as_booleans(model, data)
@@ -88,8 +98,10 @@ def history_limit(request: Request) -> int:
     if raw is None:
         return HISTORY_LIMIT_DEFAULT
     low, high = HISTORY_LIMIT_RANGE
-    # Digits only: int() and pydantic would also take "1_000", " 5" and "5 " (HISTORY-007).
-    value = int(raw) if raw.isascii() and raw.isdigit() else None
+    # A canonical decimal integer: int() and pydantic would also take "1_000", " 5", "5 ", "+5" and "05", and a
+    # value given twice is ambiguous (HISTORY-007).
+    values = request.query_params.getlist("limit")
+    value = int(raw) if len(values) == 1 and _CANONICAL_LIMIT.fullmatch(raw) else None
     if value is None or not low <= value <= high:
         raise validation_failed(
             [

@@ -6,18 +6,19 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from reference_server.auth import require_superadmin
 from reference_server.errors import ApiError
 
 from .access import RESOURCE_PATH, AccessControl, Ace
+from .bodies import StrictBody
 from .common import Authenticated, services_of
 
 router = APIRouter(prefix="/v3/access")
 
 
-class AceFields(BaseModel):
+class AceFields(StrictBody):
     """gns3-server's ACECreate / ACEUpdate; only user entries (this server has no groups)."""
 
     model_config = ConfigDict(strict=True, extra="ignore")

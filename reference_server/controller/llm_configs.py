@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Request, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from reference_server.auth import Caller, require_superadmin
 from reference_server.errors import ApiError, from_pydantic
 
+from .bodies import StrictBody
 from .common import Authenticated, services_of
 
 router = APIRouter(prefix="/v3")
@@ -20,7 +21,7 @@ router = APIRouter(prefix="/v3")
 Provider = Literal["fake", "openai"]
 
 
-class LlmConfigFields(BaseModel):
+class LlmConfigFields(StrictBody):
     model_config = ConfigDict(extra="ignore")  # GNS3 clients send more (context_strategy, ...)
 
     name: Annotated[str, Field(min_length=1, max_length=100)]
@@ -85,6 +86,7 @@ async def update_llm_config(
     if current is None:
         raise ApiError(404, "not_found", f"LLM model configuration {config_id} doesn't exist")
     merged = {key: current[key] for key in LlmConfigFields.model_fields if key in current}
+    merged["is_default"] = bool(current["is_default"])  # SQLite gives 0 or 1; the strict model takes booleans only
     try:
         validated = LlmConfigFields.model_validate({**merged, **body})
     except ValidationError as exc:

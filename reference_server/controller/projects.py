@@ -6,13 +6,14 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from reference_server.agent.tools import write_default_topology
 from reference_server.auth import Caller
 from reference_server.errors import ApiError
 
 from .access import CHAT_PRIVILEGE, AccessControl
+from .bodies import StrictBody
 from .common import Authenticated, require_project_privilege, services_of
 from .store import Conflict, Project
 
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/v3")
 # --- projects ---------------------------------------------------------------------------------------------
 
 
-class NewProject(BaseModel):
+class NewProject(StrictBody):
     name: Annotated[str, Field(min_length=1, max_length=255)]
 
 
@@ -52,14 +53,25 @@ async def create_project(body: NewProject, caller: Authenticated, request: Reque
         project = await services.store.add_project(body.name)
     except Conflict as exc:
         raise ApiError(409, "conflict", str(exc)) from exc
+    from reference_server.private_files import private_dir, write_private
+
     directory = services.project_dir(project.project_id)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "project.gns3").write_text(
-        json.dumps({"project_id": project.project_id, "name": project.name, "type": "topology"}, indent=2)
-    )
-    write_default_topology(directory)
-    await AccessControl(services.store).grant_creator(project.project_id, caller.user)  # it belongs to its creator
-    await services.manager.open_project(project.project_id, directory)
+    try:
+        private_dir(directory)
+        write_private(
+            directory / "project.gns3",
+            json.dumps({"project_id": project.project_id, "name": project.name, "type": "topology"}, indent=2),
+        )
+        write_default_topology(directory)
+        await AccessControl(services.store).grant_creator(project.project_id, caller.user)  # it belongs to its creator
+        await services.manager.open_project(project.project_id, directory)
+    except BaseException:
+        # Nothing half-written (ERROR-003, e.g. a full disk): the files go first, which frees what deleting the
+        # rows may need; the failure itself is answered by its handler (503 storage_unavailable).
+        await services.manager.delete_project(project.project_id, directory)
+        await AccessControl(services.store).forget_project(project.project_id)
+        await services.store.remove_project(project.project_id)
+        raise
     return _project_json(project, request)
 
 
@@ -101,7 +113,9 @@ async def close_project(project_id: str, caller: Authenticated, request: Request
 async def delete_project(project_id: str, caller: Authenticated, request: Request) -> Response:
     services = services_of(request)
     await _project(project_id, request, caller, "Project.Allocate")
-    await services.store.remove_project(project_id)
-    await AccessControl(services.store).forget_project(project_id)
-    await services.manager.delete_project(project_id, services.project_dir(project_id))  # DB-007
+    await services.store.remove_project(project_id)  # on a full disk this fails first: 503, nothing is deleted
+    try:
+        await AccessControl(services.store).forget_project(project_id)
+    finally:  # the project is gone: its chat data and files go too, whatever happens to its access entries
+        await services.manager.delete_project(project_id, services.project_dir(project_id))  # DB-007
     return Response(status_code=204)

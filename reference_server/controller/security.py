@@ -1,10 +1,15 @@
-"""Secrets of the controller: password hashes (Argon2), bearer tokens (JWT, HS256) and API-key encryption (Fernet)."""
+"""Secrets of the controller: password hashes (Argon2), bearer tokens (JWT, HS256), API-key encryption (Fernet)
+and the throttling of failed logins."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import math
 import os
 import secrets
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +32,42 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
+@functools.cache
+def decoy_hash() -> str:
+    """A hash of a random password, made once with the same parameters as the users' own: a login for an unknown
+    or inactive user verifies against it, so that its answer takes as long as a wrong password for a real user."""
+    return hash_password(secrets.token_hex(16))
+
+
+class LoginThrottle:
+    """Failed logins per username within a sliding window; `max_failures` of them make further attempts for that
+    username wait, whether the user exists or not, so that the refusal says nothing about it.
+
+    Kept in memory (a restart forgets them; an attacker cannot cause one). An attempt counts as a failure from its
+    start (`begin`) until it succeeds (`succeeded`), so that concurrent attempts cannot all slip in before the first
+    of them has failed."""
+
+    def __init__(self, max_failures: int, window_seconds: float) -> None:
+        self.max_failures, self.window = max_failures, window_seconds
+        self._failures: dict[str, deque[float]] = {}
+
+    def begin(self, username: str) -> int:
+        """0 when the attempt may go on (and counts as failed until it succeeds), else the whole seconds to wait."""
+        now = time.monotonic()
+        for name in [n for n, times in self._failures.items() if not times or times[-1] <= now - self.window]:
+            del self._failures[name]  # whole entries out of the window: the map stays as small as the recent abuse
+        times = self._failures.setdefault(username, deque())
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        if len(times) >= self.max_failures:
+            return max(1, math.ceil(times[0] + self.window - now))
+        times.append(now)
+        return 0
+
+    def succeeded(self, username: str) -> None:
+        self._failures.pop(username, None)
+
+
 def _secret_file(path: Path, make: callable) -> bytes:
     """Read a secret, creating it (mode 0600) on first use, as GNS3 does in its secrets directory."""
     if not path.exists():
@@ -41,6 +82,8 @@ def _secret_file(path: Path, make: callable) -> bytes:
 class TokenClaims:
     user_id: str
     expires_at: int
+    token_id: str  # `jti`: what a logout revokes
+    version: int  # `ver`, as in gns3-server: the user's token version when it was issued (a password change bumps it)
 
 
 class TokenIssuer:
@@ -50,18 +93,26 @@ class TokenIssuer:
         self._key = _secret_file(secrets_dir / "jwt_secret_key", lambda: secrets.token_hex(32).encode())
         self.ttl_seconds = ttl_seconds
 
-    def issue(self, user_id: str) -> str:
+    def issue(self, user_id: str, version: int) -> str:
         now = int(time.time())
-        claims = {"sub": user_id, "iat": now, "exp": now + self.ttl_seconds, "jti": secrets.token_hex(8)}
+        claims = {
+            "sub": user_id,
+            "iat": now,
+            "exp": now + self.ttl_seconds,
+            "jti": secrets.token_hex(16),
+            "ver": version,
+        }
         return jwt.encode(claims, self._key, algorithm=self.algorithm)
 
     def verify(self, token: str) -> TokenClaims | None:
         """The token's claims, or None when it is malformed, forged or expired."""
         try:
             claims = jwt.decode(token, self._key, algorithms=[self.algorithm], options={"require": ["sub", "exp"]})
-        except jwt.PyJWTError:
+            # Every token issued here has a jti; one signed otherwise with this key is known by its digest.
+            token_id = str(claims.get("jti") or hashlib.sha256(token.encode()).hexdigest())
+            return TokenClaims(str(claims["sub"]), int(claims["exp"]), token_id, int(claims.get("ver", 0)))
+        except (jwt.PyJWTError, TypeError, ValueError):  # TypeError, ValueError: a signed `ver` that is no number
             return None
-        return TokenClaims(user_id=str(claims["sub"]), expires_at=int(claims["exp"]))
 
 
 class SecretBox:

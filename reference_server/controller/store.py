@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,13 @@ CREATE TABLE IF NOT EXISTS users (
     full_name TEXT,
     email TEXT,
     is_superadmin BOOLEAN NOT NULL DEFAULT FALSE,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    is_active BOOLEAN NOT NULL DEFAULT TRUE,
+    token_version INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS revoked_tokens (
+    token_id TEXT PRIMARY KEY,
+    expires_at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS projects (
     project_id TEXT PRIMARY KEY,
@@ -60,6 +67,8 @@ class User:
     email: str | None
     is_superadmin: bool
     created_at: str
+    is_active: bool = True  # false: its tokens and its logins are refused until a superadmin reactivates it
+    token_version: int = 0  # the `ver` of its valid tokens, as in gns3-server: a password change bumps it
 
     def public(self) -> dict[str, Any]:
         return {
@@ -67,7 +76,7 @@ class User:
             "username": self.username,
             "full_name": self.full_name,
             "email": self.email,
-            "is_active": True,
+            "is_active": self.is_active,
             "is_superadmin": self.is_superadmin,
             "created_at": self.created_at,
         }
@@ -100,10 +109,24 @@ class ControllerStore:
             self._db.row_factory = aiosqlite.Row
             await self._db.execute("PRAGMA foreign_keys = ON")
             await self._db.executescript(SCHEMA)  # a corrupt file, or not SQLite, fails here
+            await self._upgrade()
             await self._db.commit()
         except BaseException:
             await self.close()  # its thread is not a daemon: left open, the process would never exit
             raise
+
+    # Columns added since the first schema, by table: CREATE TABLE IF NOT EXISTS leaves an existing table as it was.
+    _ADDED_COLUMNS = {
+        "users": {"is_active": "BOOLEAN NOT NULL DEFAULT TRUE", "token_version": "INTEGER NOT NULL DEFAULT 0"},
+    }
+
+    async def _upgrade(self) -> None:
+        """A controller.db made by an older version gets the columns it lacks (their defaults fill its rows)."""
+        for table, columns in self._ADDED_COLUMNS.items():
+            present = {row["name"] for row in await self._rows(f"PRAGMA table_info({table})")}
+            for column, declaration in columns.items():
+                if column not in present:
+                    await self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     async def close(self) -> None:
         if self._db is not None:
@@ -141,10 +164,10 @@ class ControllerStore:
         email: str | None = None,
     ) -> User:
         user = User(str(uuid.uuid4()), username, password_hash, full_name, email, is_superadmin, utc_now())
+        row = {k: v for k, v in user.__dict__.items() if k not in ("is_active", "token_version")}  # their defaults
         try:
             await self.db.execute(
-                "INSERT INTO users VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (user.user_id, username, password_hash, full_name, email, is_superadmin, user.created_at),
+                f"INSERT INTO users ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())
             )
             await self.db.commit()
         except sqlite3.IntegrityError as exc:
@@ -153,7 +176,9 @@ class ControllerStore:
 
     async def _user(self, where: str, value: str) -> User | None:
         rows = await self._rows(f"SELECT * FROM users WHERE {where} = ?", (value,))
-        return User(**{**dict(rows[0]), "is_superadmin": bool(rows[0]["is_superadmin"])}) if rows else None
+        if not rows:
+            return None
+        return User(**{**dict(rows[0]), **{flag: bool(rows[0][flag]) for flag in ("is_superadmin", "is_active")}})
 
     async def user_by_id(self, user_id: str) -> User | None:
         return await self._user("user_id", user_id)
@@ -164,6 +189,32 @@ class ControllerStore:
     async def list_users(self) -> list[User]:
         ids = [row[0] for row in await self._rows("SELECT user_id FROM users ORDER BY created_at")]
         return [user for user_id in ids if (user := await self.user_by_id(user_id))]
+
+    async def update_user(self, user_id: str, values: dict[str, Any]) -> User | None:
+        """Sets the given columns; a new `password_hash` also bumps `token_version`, revoking the tokens issued
+        before it."""
+        if values:
+            assignments = ", ".join(f"{column} = ?" for column in values)
+            if "password_hash" in values:
+                assignments += ", token_version = token_version + 1"
+            try:
+                await self.db.execute(f"UPDATE users SET {assignments} WHERE user_id = ?", (*values.values(), user_id))
+                await self.db.commit()
+            except sqlite3.IntegrityError as exc:
+                await self.db.rollback()
+                raise Conflict(f"Username '{values.get('username')}' is already registered") from exc
+        return await self.user_by_id(user_id)
+
+    # --- revoked tokens (logout) ------------------------------------------------------------------------
+
+    async def revoke_token(self, token_id: str, expires_at: int) -> None:
+        """Kept until the token would have expired anyway; the expired ones go now, so the table stays small."""
+        await self.db.execute("DELETE FROM revoked_tokens WHERE expires_at < ?", (int(time.time()),))
+        await self.db.execute("INSERT OR IGNORE INTO revoked_tokens VALUES (?, ?)", (token_id, expires_at))
+        await self.db.commit()
+
+    async def token_revoked(self, token_id: str) -> bool:
+        return bool(await self._rows("SELECT 1 FROM revoked_tokens WHERE token_id = ?", (token_id,)))
 
     # --- projects ---------------------------------------------------------------------------------------
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from anyio import to_thread
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 import gns3_copilot_spec as spec
 from reference_server.auth import require_superadmin
 from reference_server.errors import ApiError, unauthorized
 
+from .bodies import StrictBody
 from .common import Authenticated, services_of
-from .security import hash_password, verify_password
+from .security import LoginThrottle, decoy_hash, hash_password, verify_password
 from .store import Conflict
 
 router = APIRouter(prefix="/v3")
@@ -31,30 +33,63 @@ async def version() -> dict[str, Any]:
     }
 
 
-class Credentials(BaseModel):
+class Credentials(StrictBody):
     username: str
     password: str
 
 
+def _login_throttle(request: Request) -> LoginThrottle:
+    """One per application, made on its first login (in memory: see LoginThrottle)."""
+    state = request.app.state
+    if getattr(state, "login_throttle", None) is None:
+        settings = services_of(request).settings
+        state.login_throttle = LoginThrottle(settings.login_max_failures, settings.login_failure_window_seconds)
+    return state.login_throttle
+
+
 @router.post("/access/users/authenticate")
 async def authenticate(body: Credentials, request: Request) -> dict[str, Any]:
-    services = services_of(request)
+    """Every refusal is the same 401, after the same Argon2 verification, whether the user is unknown, inactive or
+    gave a wrong password; too many of them for one username answer 429 until the oldest leaves the window."""
+    services, throttle = services_of(request), _login_throttle(request)
+    if wait := throttle.begin(body.username):
+        raise ApiError(
+            429,
+            "too_many_login_attempts",
+            f"Too many failed logins for this username: try again in {wait} seconds",
+            headers={"Retry-After": str(wait)},
+        )
+    decoy = decoy_hash()  # asked before the lookup: its one-time cost falls on any first login, not on unknown users
     user = await services.store.user_by_name(body.username)
-    if user is None or not verify_password(user.password_hash, body.password):
+    # In a worker thread: ~0.1 s of Argon2 would otherwise stop every other request, chat streams included.
+    valid = await to_thread.run_sync(verify_password, user.password_hash if user else decoy, body.password)
+    if user is None or not user.is_active or not valid:
         raise unauthorized("Authentication was unsuccessful.")
+    throttle.succeeded(body.username)
     return {
-        "access_token": services.tokens.issue(user.user_id),
+        "access_token": services.tokens.issue(user.user_id, user.token_version),
         "token_type": "bearer",
         "expires_in": services.tokens.ttl_seconds,
     }
 
 
+@router.post("/access/users/logout", status_code=204)
+async def logout(caller: Authenticated, request: Request) -> Response:
+    """Revokes the presented token, until it would have expired (gns3-server's logout revokes all of the user's
+    tokens; here the other sessions of the user stay logged in)."""
+    await services_of(request).store.revoke_token(caller.claims.token_id, caller.claims.expires_at)
+    return Response(status_code=204)
+
+
 # --- users ------------------------------------------------------------------------------------------------
 
+Username = Annotated[str, Field(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_-]+$")]
+Password = Annotated[str, Field(min_length=8, max_length=100)]
 
-class NewUser(BaseModel):
-    username: Annotated[str, Field(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_-]+$")]
-    password: Annotated[str, Field(min_length=8, max_length=100)]
+
+class NewUser(StrictBody):
+    username: Username
+    password: Password
     full_name: str | None = None
     email: str | None = None
     is_superadmin: bool = False
@@ -77,13 +112,43 @@ async def create_user(body: NewUser, caller: Authenticated, request: Request) ->
     try:
         user = await services_of(request).store.add_user(
             body.username,
-            hash_password(body.password),
+            await to_thread.run_sync(hash_password, body.password),
             is_superadmin=body.is_superadmin,
             full_name=body.full_name,
             email=body.email,
         )
     except Conflict as exc:
         raise ApiError(400, "bad_request", str(exc)) from exc
+    return user.public()
+
+
+class UserUpdate(StrictBody):
+    """gns3-server's UserUpdate: only the fields sent change; null is taken for full_name and email only."""
+
+    username: Username = None
+    password: Password = None
+    full_name: str | None = None
+    email: str | None = None
+    is_active: bool = None
+
+
+@router.put("/access/users/{user_id}")
+async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, request: Request) -> dict[str, Any]:
+    """A superadmin changes any user, but cannot deactivate itself; a user changes his own fields but is_active.
+    A new password revokes the user's older tokens; `is_active: false` refuses all of them until `true`."""
+    values = body.model_dump(exclude_unset=True)
+    if not caller.user.is_superadmin and (user_id != caller.user.user_id or "is_active" in values):
+        raise ApiError(403, "forbidden", "Permission denied: only a superadmin may do this")
+    if user_id == caller.user.user_id and values.get("is_active") is False:
+        raise ApiError(403, "forbidden", "Permission denied: a superadmin cannot deactivate itself")
+    if "password" in values:
+        values["password_hash"] = await to_thread.run_sync(hash_password, values.pop("password"))
+    try:
+        user = await services_of(request).store.update_user(user_id, values)
+    except Conflict as exc:
+        raise ApiError(400, "bad_request", str(exc)) from exc
+    if user is None:
+        raise ApiError(404, "user_not_found", f"User ID {user_id} doesn't exist")
     return user.public()
 
 

@@ -45,7 +45,8 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
         left_on_server = what_is_on(server.base_url)
     finally:
         server.stop()
-    # What the run made (users, their access and LLM configurations, a project per check) is gone: only the admin is left.
+    # What the run made (users, their access and LLM configurations, a project per check) is gone: only the admin
+    # is left.
     assert over_http.cleanup is not None and not over_http.cleanup.kept and over_http.cleanup.left == []
     assert over_http.cleanup.removed["user"] == 4 and over_http.cleanup.removed["project"] > 50
     assert over_http.cleanup.removed["ace"] == 3  # main, other and no_llm on /projects; the stranger has none

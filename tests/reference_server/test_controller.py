@@ -219,11 +219,12 @@ async def test_chat_endpoints_refuse_a_missing_or_malformed_token(lab):
 
 @pytest.mark.covers("AUTH-001", "AUTH-002")
 async def test_an_expired_token_is_refused(make_settings):
-    async with in_process_lab(make_settings(token_ttl_seconds=1)) as lab:
+    # 3 s: the lab's set-up (two Argon2 logins, a project) must not outlive the token on a loaded machine.
+    async with in_process_lab(make_settings(token_ttl_seconds=3)) as lab:
         assert (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).status_code == 200
         claims = jwt.decode(lab.headers["Authorization"].split()[1], options={"verify_signature": False})
-        assert claims["exp"] - claims["iat"] == 1
-        await asyncio.sleep(max(0.0, claims["exp"] - time.time()) + 0.2)  # past the expiry (at most ~1.2 s)
+        assert claims["exp"] - claims["iat"] == 3
+        await asyncio.sleep(max(0.0, claims["exp"] - time.time()) + 0.2)  # past the expiry (at most ~3.2 s)
         for method, path, body in chat_calls(lab.prefix(), str(uuid.uuid4())):
             assert_unauthorized(await lab.client.request(method, path, json=body, headers=lab.headers))
         assert_unauthorized(await lab.client.get("/v3/access/users/me", headers=lab.headers))
