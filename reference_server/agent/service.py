@@ -36,8 +36,12 @@ def database_path(project_dir: Path) -> Path:
 
 async def _connect(path: Path) -> aiosqlite.Connection:
     conn = await aiosqlite.connect(path)
-    await conn.execute("PRAGMA journal_mode=WAL")  # DB-002
-    await conn.execute("PRAGMA busy_timeout=10000")
+    try:
+        await conn.execute("PRAGMA journal_mode=WAL")  # DB-002; a file that is not SQLite fails here
+        await conn.execute("PRAGMA busy_timeout=10000")
+    except BaseException:
+        await conn.close()  # its thread is not a daemon: left open, the process would never exit
+        raise
     return conn
 
 
@@ -120,8 +124,9 @@ class AgentService:
     def _turns(self) -> list[Turn]:
         return [turn for turn in self.running.values() if turn is not None]
 
-    def start_turn(self, session: ChatSession, message: str) -> Turn:
-        """Start a turn; the caller checked ownership and busyness in the same event-loop step."""
+    async def start_turn(self, session: ChatSession, message: str) -> Turn:
+        """Start a turn; the caller checked ownership and reserved the session. Its in-flight mark is written
+        before any stream begins, so that storage that cannot be written is a 503, not an in-stream error."""
         session_id = session.thread_id  # the one session_id of every event of the turn (EVENT-004)
         config = {
             "configurable": {"thread_id": session_id, "project_id": self.project_id},
@@ -132,8 +137,9 @@ class AgentService:
         if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
             graph_input["title_attempted"] = True
 
+        await self._begin_turn(session_id, user_message.id)
+
         async def events():
-            await self._begin_turn(session_id, user_message.id)
             async for event in self.graph.astream_events(graph_input, config, version="v2"):
                 yield event
 
@@ -164,7 +170,10 @@ class AgentService:
         state = await self.graph.aget_state(config)
         messages = list(state.values.get("messages", []))
         start = next((i for i, m in enumerate(messages) if m.id == user_message_id), len(messages))
-        generations = [m for m in messages[start + 1 :] if isinstance(m, AIMessage)]
+        # Not the answer a previous recovery added (a crash between its two writes): no generation made it.
+        generations = [
+            m for m in messages[start + 1 :] if isinstance(m, AIMessage) and not m.response_metadata.get("interrupted")
+        ]
         repair = _repairs(messages, user_message_id, "", crashed=True)
         if repair:
             await self.graph.aupdate_state(config, {"messages": repair}, as_node=TITLE_NODE)
@@ -259,7 +268,7 @@ def _repairs(messages: list, user_message_id: str, streamed_text: str, *, crashe
     if len(streamed_text) > len(stored) and streamed_text.startswith(stored):
         repairs.append(stamp(AIMessage(streamed_text[len(stored) :])))
     if crashed and last_ai is None:
-        repairs.append(stamp(AIMessage(INTERRUPTED_ANSWER)))
+        repairs.append(stamp(AIMessage(INTERRUPTED_ANSWER, response_metadata={"interrupted": True})))
     return repairs
 
 

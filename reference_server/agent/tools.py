@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool, ToolException, tool
+from pydantic import BaseModel
 
 from reference_server.private_files import write_private
 
@@ -45,6 +46,25 @@ def _canned_output(node: dict[str, Any], command: str) -> str:
     )
 
 
+class _TopologyArgs(BaseModel):
+    detail: str = "summary"
+
+
+class _ShowArgs(BaseModel):
+    device: str
+    command: str
+
+
+class _WaitArgs(BaseModel):
+    seconds: float
+
+
+class _FailingArgs(BaseModel):
+    reason: str = ""
+
+
+# The argument schemas are made once: inferring them from each project's functions made a pydantic model per tool
+# and project, a large part of opening a project.
 def make_tools(project_dir: Path) -> list[BaseTool]:
     """The agent's tools for one project; every failure is a ToolException, reported as a tool result.
 
@@ -55,7 +75,7 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
         path = project_dir / TOPOLOGY_FILE
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else DEFAULT_TOPOLOGY
 
-    @tool
+    @tool(args_schema=_TopologyArgs)
     async def get_topology(detail: str = "summary") -> str:
         """Read the project's topology: its nodes and links. detail is 'summary' or 'full'."""
         data = topology()
@@ -64,7 +84,7 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
         names = ", ".join(node["name"] for node in data["nodes"])
         return f"{len(data['nodes'])} nodes ({names}) and {len(data['links'])} links"
 
-    @tool
+    @tool(args_schema=_ShowArgs)
     async def run_show_command(device: str, command: str) -> str:
         """Run a read-only show command on a device of the topology and return its output."""
         node = next((n for n in topology()["nodes"] if n["name"] == device), None)
@@ -72,7 +92,7 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
             raise ToolException(f"no device named {device!r} in the topology")
         return _canned_output(node, command.strip())
 
-    @tool
+    @tool(args_schema=_WaitArgs)
     async def wait_seconds(seconds: float) -> str:
         """Wait a number of seconds (at most 30), for example for a protocol to converge."""
         if not 0 <= seconds <= MAX_WAIT_SECONDS:
@@ -80,7 +100,7 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
         await asyncio.sleep(seconds)
         return json.dumps({"waited": seconds})
 
-    @tool
+    @tool(args_schema=_FailingArgs)
     async def failing_tool(reason: str = "") -> str:
         """A tool that always fails; it exists so that the failure path of a turn can be exercised."""
         raise ToolException(f"failing_tool failed on purpose ({reason or 'no reason given'})")

@@ -66,7 +66,7 @@ def build_router(prefix: str) -> APIRouter:
             if session is None:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
                 session = await service.repo.create(session_id, caller.user.user_id)
             set_request_context(llm)  # copied into the turn's tasks, never into the graph config
-            turn = service.start_turn(session, body.message)
+            turn = await service.start_turn(session, body.message)
         except BaseException:
             service.release(session_id)
             raise

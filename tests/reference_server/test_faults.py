@@ -13,18 +13,20 @@ socket closes (ASGI spec 2.3, the version uvicorn declares). The real-socket var
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from reference_server.agent.service import INTERRUPTED_ANSWER
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
 from .conftest import Lab, Stream, in_process_lab, start_server_process
@@ -412,73 +414,151 @@ async def test_client_disconnect_over_socket(socket_server: LoggedServer, point)
 # --- 2. SIGKILL mid-stream, then restart --------------------------------------------------------------------------
 
 
-@pytest.mark.covers("DB-001", "DB-002", "STATS-001", "STATS-004", "HISTORY-005", "SESSION-005", "LIST-001")
-async def test_sigkill_mid_stream_then_restart(tmp_path: Path):
+def checkpoint_count(db_path: Path, session_id: str) -> int:
+    with contextlib.closing(sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, timeout=10)) as db:
+        return db.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (session_id,)).fetchone()[0]
+
+
+async def wait_for_checkpoints(db_path: Path, session_id: str, count: int, deadline: float = 10) -> None:
+    end = time.monotonic() + deadline
+    while checkpoint_count(db_path, session_id) < count:
+        if time.monotonic() > end:
+            pytest.fail(f"session {session_id} did not reach {count} checkpoints within {deadline} s")
+        await asyncio.sleep(0.02)
+
+
+async def read_until(
+    client: httpx.AsyncClient, lab: Lab, session_id: str, message: str, event_type: str, stack
+) -> AsyncIterator[str]:
+    """Open a stream kept open in `stack` and read it up to its first `event_type`; the caller keeps the returned
+    iterator: once collected, it would close the connection, and the server would end the turn as a disconnect."""
+    body = {"message": message, "session_id": session_id}
+    response = await stack.enter_async_context(
+        client.stream("POST", f"{lab.prefix()}/stream", json=body, headers=lab.headers)
+    )
+    assert response.status_code == 200
+    reader = FrameReader()
+    texts = response.aiter_text()
+    while not after_first(event_type)(reader.events):
+        reader.feed(await anext(texts))
+    return texts
+
+
+async def sessions_after_restart(server: LoggedServer, lab: Lab) -> dict[str, tuple[dict[str, Any], list[Any]]]:
+    """Log in again; every session checked before any new turn: STATS-001 and HISTORY-005, no `user, user` pair."""
+    lab.client = httpx.AsyncClient(base_url=server.base_url, timeout=30)
+    lab.headers = await lab.login()
+    found = {}
+    for session in (await lab.client.get(f"{lab.prefix()}/sessions", headers=lab.headers)).json():
+        session_id = session["thread_id"]
+        found[session_id] = await assert_invariants(lab, session_id)
+        roles = [m["role"] for m in found[session_id][1]]
+        assert ("user", "user") not in set(zip(roles, roles[1:], strict=False)), (session_id, roles)
+    return found
+
+
+def roles_and_text(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in messages]
+
+
+# A turn cut by a kill while it waits for its answer (only its user message is checkpointed), and one cut in its tool
+# (its tool call and that generation's usage are): (message, where the kill lands, checkpoints the cut turn has
+# written by then: input, then one per step; history and statistics once recovered at the restart).
+CUTS = {
+    "crash-answer": (
+        "this one dies [[fake-llm:slow]]",
+        "heartbeat",
+        2,
+        ["user", "assistant", "user", "assistant"],
+        stats(4, 2, 72, 13),
+    ),
+    "crash-tool": (
+        "this one dies mid-tool [[fake-llm:long-tool]]",
+        "tool_start",
+        3,
+        ["user", "assistant", "user", "assistant", "tool"],
+        stats(5, 2 + 1, 72 + 80, 13 + 15),
+    ),
+}
+
+
+@pytest.mark.covers(
+    "DB-001",
+    "DB-002",
+    "STATS-001",
+    "STATS-002",
+    "STATS-003",
+    "STATS-004",
+    "HISTORY-005",
+    "SESSION-005",
+    "LIST-001",
+)
+async def test_sigkill_mid_stream_then_restart(tmp_path: Path, scripts_dir: Path):
+    """Turns cut by SIGKILL are recovered at the restart, before any new turn: repaired as cut-short turns, counted
+    from what their checkpoints kept, once, also after a second restart."""
     data_dir = tmp_path / "data"
-    session_id = "crash-1"
     # Heartbeats every 0.5 s, so that a frame arrives while the slow script still waits for its 3 s.
-    server = LoggedServer(data_dir, "--heartbeat-interval", "0.5")
-    restarted: LoggedServer | None = None
+    options = ("--heartbeat-interval", "0.5", "--fake-llm-scripts", str(scripts_dir))
+    server = LoggedServer(data_dir, *options)
+    servers = [server]
     try:
         async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as client:
             lab = await Lab(client).setup()
-            project_id = lab.project_id
-            first = await lab.stream("hello [[fake-llm:plain]]", session_id)
-            assert_completed(first, session_id)
-            before, _ = await assert_invariants(lab, session_id)
-            assert stats_of(before) == stats(2, 2, 72, 13)
-
-            body = {"message": "this one dies [[fake-llm:slow]]", "session_id": session_id}
-            async with client.stream("POST", f"{lab.prefix()}/stream", json=body, headers=lab.headers) as response:
-                assert response.status_code == 200
-                reader = FrameReader()
-                async for text in response.aiter_text():
-                    reader.feed(text)
-                    if reader.events:
-                        break
-                assert reader.events[0] == {"type": "heartbeat", "session_id": session_id}
+            db_path = data_dir / "projects" / lab.project_id / "gns3-copilot" / "copilot_checkpoints.db"
+            for session_id in CUTS:
+                first = await lab.stream("hello [[fake-llm:plain]]", session_id)
+                assert_completed(first, session_id)
+                before, _ = await assert_invariants(lab, session_id)
+                assert stats_of(before) == stats(2, 2, 72, 13)
+            async with contextlib.AsyncExitStack() as streams:
+                open_streams = []
+                for session_id, (message, point, written, _, _) in CUTS.items():
+                    already = checkpoint_count(db_path, session_id)
+                    open_streams.append(await read_until(client, lab, session_id, message, point, streams))
+                    await wait_for_checkpoints(db_path, session_id, already + written)
                 os.kill(server.process.pid, signal.SIGKILL)
                 assert server.process.wait(10) == -signal.SIGKILL
 
-        db_path = data_dir / "projects" / project_id / "gns3-copilot" / "copilot_checkpoints.db"
-        assert db_path.is_file()
-        with sqlite3.connect(db_path) as db:
+        with contextlib.closing(sqlite3.connect(db_path)) as db:
             assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-        db.close()
 
-        restarted = LoggedServer(data_dir)  # the project was left opened: opened again at start-up
-        async with httpx.AsyncClient(base_url=restarted.base_url, timeout=30) as client:
-            lab = Lab(client)
-            lab.headers = await lab.login()
-            lab.project_id = project_id
-            response = await client.get(f"{lab.prefix()}/sessions", headers=lab.headers)
-            assert response.status_code == 200, response.text
-            assert [s["thread_id"] for s in response.json()] == [session_id]
-            assert stats_of(response.json()[0]) == stats(2, 2, 72, 13)  # the killed turn wrote no statistics
-            crashed = [(m["role"], m["content"]) for m in (await lab.history(session_id))["messages"]]
-            print("history after the crash:", crashed)
-            # The killed turn leaves at most its user message (checkpointed before the LLM call); nothing half-done.
-            assert crashed in (
-                [("user", "hello [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER)],
-                [("user", "hello [[fake-llm:plain]]"), ("assistant", PLAIN_ANSWER), ("user", body["message"])],
-            )
-
-            after = await lab.stream("still there? [[fake-llm:plain]]", session_id)
-            assert_completed(after, session_id)
-            assert after.content == PLAIN_ANSWER
-            session, messages = await assert_invariants(lab, session_id)
-            assert [(m["role"], m["content"]) for m in messages] == [
-                *crashed,
-                ("user", "still there? [[fake-llm:plain]]"),
+        # The project was left opened: it is opened again at start-up, where the cut turns are recovered.
+        servers.append(LoggedServer(data_dir, *options))
+        recovered = await sessions_after_restart(servers[-1], lab)
+        assert sorted(recovered) == sorted(CUTS)
+        for session_id, (message, _, _, roles, expected) in CUTS.items():
+            session, messages = recovered[session_id]
+            print(session_id, "after the crash:", roles_and_text(messages))
+            assert [m["role"] for m in messages] == roles
+            assert roles_and_text(messages[:3]) == [
+                ("user", "hello [[fake-llm:plain]]"),
                 ("assistant", PLAIN_ANSWER),
+                ("user", message),
             ]
-            # The next turn's statistics add to the first turn's; message_count is the history's length again.
-            assert stats_of(session) == stats(len(crashed) + 2, 2 + 1, 72 + 42, 13 + 9)
-            assert session["title"] == "Lab health check"
+            assert stats_of(session) == expected
+        # The dangling user message is answered; the cut tool call has its "cancelled" result (HISTORY-005).
+        assert recovered["crash-answer"][1][3]["content"] == INTERRUPTED_ANSWER
+        assert recovered["crash-tool"][1][3]["content"] == "Waiting for OSPF."
+        assert recovered["crash-tool"][1][4]["content"] == CANCELLED_TOOL_OUTPUT
+
+        after = await lab.stream("still there? [[fake-llm:plain]]", "crash-answer")
+        assert_completed(after, "crash-answer")
+        assert after.content == PLAIN_ANSWER
+        await lab.client.aclose()
+
+        # A second restart counts nothing again.
+        servers[-1].stop()
+        servers.append(LoggedServer(data_dir, *options))
+        again = await sessions_after_restart(servers[-1], lab)
+        assert stats_of(again["crash-answer"][0]) == stats(6, 3, 72 + 42, 13 + 9)
+        assert stats_of(again["crash-tool"][0]) == CUTS["crash-tool"][4]
+        assert again["crash-answer"][0]["title"] == again["crash-tool"][0]["title"] == "Lab health check"
+        await lab.client.aclose()
+        assert "recovered" not in servers[-1].log_text()
     finally:
-        server.stop(signal.SIGKILL)
-        if restarted is not None:
+        servers[0].stop(signal.SIGKILL)
+        for restarted in servers[1:]:
             restarted.stop()
 
 
