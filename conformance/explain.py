@@ -26,6 +26,7 @@ MUTANTS_FILE = "tests/quality/mutants.py"
 # The registry module imports its second-generation siblings; every `mutants*.py` file holds mutants.
 MUTANTS_GLOB = "mutants*.py"
 SERVER_TESTS = "tests/reference_server"
+HOSTILE_TESTS = "tests/hostile"  # the reference server's tests under hostile input carry covers() too
 
 # Where each family of rules is implemented and verified; the fake LLM's rules bind the harness, not a server.
 AREAS = {"FAKELLM": ("fake_llm", "tests/fake_llm")}
@@ -258,6 +259,8 @@ def explain(requirement_id: str) -> Explanation:
         notes["verified_by"] = f"{tests}/ is not here {installed_only}"
     elif tests == SERVER_TESTS:
         verified_by = _covers((ROOT / tests).resolve()).get(rid, [])
+        if (ROOT / HOSTILE_TESTS).is_dir():
+            verified_by = verified_by + _covers((ROOT / HOSTILE_TESTS).resolve()).get(rid, [])
         if not verified_by:
             notes["verified_by"] = f'no test under {tests}/ has covers("{rid}")'
     else:  # the fake LLM's tests carry no covers() marker: the lines that name the id

@@ -218,6 +218,6 @@ def test_installed_the_pytest_plugin_runs_the_checks_of_the_selected_requirement
         cwd=tmp_path,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    assert "1 passed, 109 deselected" in completed.stdout
+    assert "1 passed, 115 deselected" in completed.stdout
     data = json.loads((tmp_path / "reports" / "conformance.json").read_text())
     assert [c["id"] for c in data["checks"]] == ["titles.sticky_after_rename"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
-from anyio import to_thread
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
@@ -62,7 +62,7 @@ async def authenticate(body: Credentials, request: Request) -> dict[str, Any]:
     decoy = decoy_hash()  # asked before the lookup: its one-time cost falls on any first login, not on unknown users
     user = await services.store.user_by_name(body.username)
     # In a worker thread: ~0.1 s of Argon2 would otherwise stop every other request, chat streams included.
-    valid = await to_thread.run_sync(verify_password, user.password_hash if user else decoy, body.password)
+    valid = await asyncio.to_thread(verify_password, user.password_hash if user else decoy, body.password)
     if user is None or not user.is_active or not valid:
         raise unauthorized("Authentication was unsuccessful.")
     throttle.succeeded(body.username)
@@ -112,7 +112,7 @@ async def create_user(body: NewUser, caller: Authenticated, request: Request) ->
     try:
         user = await services_of(request).store.add_user(
             body.username,
-            await to_thread.run_sync(hash_password, body.password),
+            await asyncio.to_thread(hash_password, body.password),
             is_superadmin=body.is_superadmin,
             full_name=body.full_name,
             email=body.email,
@@ -142,7 +142,7 @@ async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, req
     if user_id == caller.user.user_id and values.get("is_active") is False:
         raise ApiError(403, "forbidden", "Permission denied: a superadmin cannot deactivate itself")
     if "password" in values:
-        values["password_hash"] = await to_thread.run_sync(hash_password, values.pop("password"))
+        values["password_hash"] = await asyncio.to_thread(hash_password, values.pop("password"))
     try:
         user = await services_of(request).store.update_user(user_id, values)
     except Conflict as exc:

@@ -69,7 +69,7 @@ def test_a_run_with_ready_tokens_deletes_only_the_sessions_it_made(tmp_path):
         finally:
             fake.stop(5)
         data = load_target(None).data
-        for key in ("start", "llm"):
+        for key in ("start", "llm", "access_control"):  # ready tokens: no controller to grant access with
             del data[key]
         data.update(
             name="reference-with-tokens",
@@ -119,11 +119,11 @@ def test_what_cannot_be_removed_is_listed_and_keep_removes_nothing(keep):
     report = asyncio.run(clean())
     if keep:
         assert deleted == [] and report.kept and report.left == []
-        assert report.removed == {"project": 1, "session": 0, "llm_config": 1, "user": 1}  # what was kept
+        assert report.removed == {"project": 1, "session": 0, "ace": 0, "llm_config": 1, "user": 1}  # what was kept
         assert "kept (--keep)" in report.summary()
         return
     assert deleted == ["/v3/projects/p-1", "/v3/access/users/u-1/llm-model-configs/c-1", "/v3/access/users/u-1"]
-    assert report.removed == {"project": 0, "session": 0, "llm_config": 1, "user": 1}
+    assert report.removed == {"project": 0, "session": 0, "ace": 0, "llm_config": 1, "user": 1}
     [left] = report.left
     assert (left.kind, left.id, left.name) == ("project", "p-1", "conformance-x")
     assert "answered 403" in left.reason and "Permission denied" in left.reason
