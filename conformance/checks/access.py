@@ -16,7 +16,17 @@ from ..errors import NotTestable
 from ..exchanges import Exchange, json_or_none
 from ..operations import chat_endpoints
 from . import check
-from .support import call_operation, completed_turn, describe, error_code, got, history, judge_not_streamed, setup_turn
+from .support import (
+    call_operation,
+    completed_turn,
+    describe,
+    error_code,
+    got,
+    history,
+    judge_not_streamed,
+    message_keys,
+    setup_turn,
+)
 
 DENIED = (403, "project_access_denied")
 
@@ -60,7 +70,7 @@ async def chat_endpoints_refuse_a_stranger(ctx: CheckContext) -> None:
     after = await history(ctx, owned, "ACCESS-001")
     ctx.findings.expect(
         "ACCESS-001",
-        [m.get("id") for m in after["messages"]] == [m.get("id") for m in before["messages"]],
+        message_keys(after["messages"]) == message_keys(before["messages"]),
         f"the owner's history changed after the refused requests: {len(before['messages'])} messages before, "
         f"{len(after['messages'])} after",
     )
@@ -95,8 +105,7 @@ async def chat_endpoints_refuse_a_stranger(ctx: CheckContext) -> None:
 async def a_grant_and_its_removal_apply_from_the_next_request(ctx: CheckContext) -> None:
     _require_stranger(ctx)
     controller = ctx.env.controller
-    owned = ctx.session_id("owned")
-    await setup_turn(ctx, owned)
+    await setup_turn(ctx, ctx.session_id("owned"))  # the project is in use: its owner has a session there
     role = (ctx.target.data.get("access_control") or {}).get("role", "User")
     ace_id = await controller.grant(
         ctx.user("stranger").user_id, f"/projects/{ctx.env.project_id}", await controller.role_id(role)
@@ -122,23 +131,6 @@ async def a_grant_and_its_removal_apply_from_the_next_request(ctx: CheckContext)
                 f"answered {got(exchange)}",
                 exchange,
             )
-        listed = await ctx.client.call("GET", "/sessions", operation="listSessions", user="stranger")
-        ids = {s.get("thread_id") for s in json_or_none(listed.body) or [] if isinstance(s, dict)}
-        ctx.findings.expect(
-            "ACCESS-003",
-            listed.status == 200 and owned not in ids,
-            f"the granted user's listing answered {got(listed)} and lists the owner's session: {owned in ids}",
-            listed,
-        )
-        theirs = await ctx.client.call(
-            "GET", f"/sessions/{owned}/history", operation="getSessionHistory", user="stranger"
-        )
-        ctx.findings.expect(
-            "ACCESS-003",
-            theirs.status == 404,
-            f"the granted user read the owner's history: answered {got(theirs)}, expected 404 (ISOLATION-001)",
-            theirs,
-        )
     finally:
         await controller.revoke(ace_id)
     for endpoint in chat_endpoints(ctx.target.capabilities):
@@ -210,6 +202,6 @@ async def controller_refuses_a_stranger(ctx: CheckContext) -> None:
     after = await history(ctx, owned, "ACCESS-004")
     ctx.findings.expect(
         "ACCESS-004",
-        [m.get("id") for m in after["messages"]] == [m.get("id") for m in before["messages"]],
+        message_keys(after["messages"]) == message_keys(before["messages"]),
         f"the owner's history changed: {len(before['messages'])} messages before, {len(after['messages'])} after",
     )

@@ -18,7 +18,7 @@ from reference_server.storage_faults import project_database
 from .converters import history_to_openai
 from .graph import TITLE_NODE, build_graph, stamp
 from .llm_factory import ChatModelFactory
-from .sessions_repo import NEW_TITLE, ChatSessionsRepository, TurnTotals, migrate
+from .sessions_repo import NEW_TITLE, ChatSessionsRepository, TurnTotals, migrate, prepare_bookkeeping
 from .stream_translator import StreamTranslator
 from .tools import make_tools
 from .turn import CANCELLED_TOOL_OUTPUT, Turn
@@ -77,6 +77,7 @@ class AgentService:
                 self._repo_conn.row_factory = aiosqlite.Row
                 for upgraded in await migrate(self._repo_conn):
                     log.info("project %s: chat_sessions upgraded from the legacy schema %s", self.project_id, upgraded)
+                await prepare_bookkeeping(self._repo_conn)
                 self._saver_conn = await _connect(self.db_path)
                 self.saver = AsyncSqliteSaver(self._saver_conn)  # its checkpoints and writes, in the same file (DB-005)
                 await self.saver.setup()

@@ -89,9 +89,14 @@ async def migrate(db: aiosqlite.Connection) -> list[str]:
         applied.append(legacy["name"])
     await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))
     await db.execute(LISTING_INDEX)
-    await db.execute(TURNS_IN_FLIGHT)
     await db.commit()
     return applied
+
+
+async def prepare_bookkeeping(db: aiosqlite.Connection) -> None:
+    """The server's own table, apart from the contract's migration: it exists whatever the schema's history."""
+    await db.execute(TURNS_IN_FLIGHT)
+    await db.commit()
 
 
 class ChatSessionsRepository:

@@ -391,10 +391,13 @@ def _other_user_reads() -> None:
 
 @mutant("closed-project-answers", "a closed project's chat endpoints answer as if it were opened", {"PROJECT-002"})
 def _closed_project_answers() -> None:
+    import reference_server.chat.preconditions as preconditions
     import reference_server.chat.routes as routes
+    from reference_server.controller.access import CHAT_PRIVILEGE
     from reference_server.errors import ApiError
 
-    async def opened_project(project_id, request):
+    async def opened_project(project_id, request, caller):
+        await preconditions.require_project_privilege(request, caller, project_id, CHAT_PRIVILEGE)  # access as ever
         services = request.app.state.services
         project = await services.store.project(project_id)
         if project is None:

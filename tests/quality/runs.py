@@ -38,14 +38,30 @@ def not_passing(result: RunResult) -> dict[str, str]:
     }
 
 
+async def _guarded(name: str, running) -> tuple[str, RunResult | BaseException]:
+    """One run whose exception is kept as its result: a run that raises (a preflight refusal, say) fails its own
+    test, instead of aborting the whole batch, which every test of the batch would then start again."""
+    try:
+        return name, await running
+    except Exception as exc:  # noqa: BLE001 - reported by the test of this run
+        return name, exc
+
+
+def result_of(runs: dict[str, RunResult | BaseException], name: str) -> RunResult:
+    outcome = runs[name]
+    if isinstance(outcome, BaseException):
+        raise AssertionError(f"the run of {name} raised {type(outcome).__name__}: {outcome}") from outcome
+    return outcome
+
+
 @cache
-def mutant_runs() -> dict[str, RunResult]:
+def mutant_runs() -> dict[str, RunResult | BaseException]:
     async def all_runs() -> dict[str, RunResult]:
         gate = asyncio.Semaphore(CONCURRENT_RUNS)
 
-        async def one(name: str) -> tuple[str, RunResult]:
+        async def one(name: str) -> tuple[str, RunResult | BaseException]:
             async with gate:
-                return name, await run(mutant_target(name))
+                return await _guarded(name, run(mutant_target(name)))
 
         return dict(await asyncio.gather(*(one(name) for name in MUTANTS)))
 
@@ -53,13 +69,13 @@ def mutant_runs() -> dict[str, RunResult]:
 
 
 @cache
-def breaker_runs() -> dict[str, RunResult]:
+def breaker_runs() -> dict[str, RunResult | BaseException]:
     async def all_runs() -> dict[str, RunResult]:
         gate = asyncio.Semaphore(CONCURRENT_RUNS)
 
-        async def one(name: str) -> tuple[str, RunResult]:
+        async def one(name: str) -> tuple[str, RunResult | BaseException]:
             async with gate:
-                return name, await run(mutant_target(name))
+                return await _guarded(name, run(mutant_target(name)))
 
         return dict(await asyncio.gather(*(one(name) for name in BREAKERS)))
 
@@ -67,7 +83,7 @@ def breaker_runs() -> dict[str, RunResult]:
 
 
 @cache
-def preventer_runs() -> dict[str, RunResult]:
+def preventer_runs() -> dict[str, RunResult | BaseException]:
     """Per scenario preventer, one run of the checks SCENARIO_MISSING assigns to it."""
     chosen: dict[str, list[str]] = {}
     for check_id, entry in SCENARIO_MISSING.items():
@@ -76,9 +92,9 @@ def preventer_runs() -> dict[str, RunResult]:
     async def all_runs() -> dict[str, RunResult]:
         gate = asyncio.Semaphore(CONCURRENT_RUNS)
 
-        async def one(name: str) -> tuple[str, RunResult]:
+        async def one(name: str) -> tuple[str, RunResult | BaseException]:
             async with gate:
-                return name, await run(mutant_target(name), only=chosen[name])
+                return await _guarded(name, run(mutant_target(name), only=chosen[name]))
 
         return dict(await asyncio.gather(*(one(name) for name in chosen)))
 

@@ -8,12 +8,12 @@ import pytest
 from conformance.findings import Verdict
 
 from .answer_breakers import BREAKERS
-from .runs import breaker_runs
+from .runs import breaker_runs, result_of
 
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))
 def test_a_bad_answer_fails_its_requirements_and_is_never_an_error(name):
-    result = breaker_runs()[name]
+    result = result_of(breaker_runs(), name)
     assert result.harness_error is None, result.harness_error
     verdicts = {v.id: v.verdict for v in result.verdicts}
     errors = {

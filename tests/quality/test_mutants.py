@@ -9,7 +9,7 @@ import gns3_copilot_spec as spec
 from conformance.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
-from .runs import mutant_runs, not_passing, reference_run
+from .runs import mutant_runs, not_passing, reference_run, result_of
 
 
 def test_there_are_at_least_seventy_mutants():
@@ -27,7 +27,7 @@ def test_the_reference_server_passes_every_must_and_should():
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_each_mutant_fails_exactly_what_it_breaks(name):
     mutant = MUTANTS[name]
-    result = mutant_runs()[name]
+    result = result_of(mutant_runs(), name)
     assert result.harness_error is None, result.harness_error
     failing = not_passing(result)
     details = {
