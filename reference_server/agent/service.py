@@ -61,6 +61,7 @@ class AgentService:
         self.heartbeat_interval = heartbeat_interval
         self.title_counts_in_stats = title_counts_in_stats
         self.running: dict[str, Turn | None] = {}  # None: reserved, the turn is starting
+        self._aborted_while_starting: set[str] = set()
 
     @property
     def db_path(self) -> Path:
@@ -121,6 +122,7 @@ class AgentService:
     def release(self, session_id: str) -> None:
         if self.running.get(session_id) is None:
             self.running.pop(session_id, None)
+            self._aborted_while_starting.discard(session_id)
 
     def _turns(self) -> list[Turn]:
         return [turn for turn in self.running.values() if turn is not None]
@@ -153,6 +155,9 @@ class AgentService:
             heartbeat_interval=self.heartbeat_interval,
         )
         self.running[session_id] = turn
+        if session_id in self._aborted_while_starting:
+            self._aborted_while_starting.discard(session_id)
+            turn.stop("aborted")
         turn.start()
         return turn
 
@@ -214,9 +219,12 @@ class AgentService:
 
     async def abort(self, session_id: str) -> bool:
         """Whether a running turn was stopped (ABORT-005)."""
-        turn = self.running.get(session_id)
-        if turn is None:
+        if session_id not in self.running:
             return False
+        turn = self.running[session_id]
+        if turn is None:  # reserved, still starting (writing its in-flight mark): stopped as soon as it exists
+            self._aborted_while_starting.add(session_id)
+            return True
         turn.stop("aborted")
         return True
 
