@@ -42,6 +42,17 @@ def no_token(index: int) -> dict[str, str]:
     return NO_TOKENS[index % len(NO_TOKENS)]
 
 
+async def unauthenticated_problems(
+    world: World, endpoint, raw: bytes, index: int, path: str | None = None
+) -> list[str]:
+    """The same body sent without a valid token: an authenticated endpoint must answer 401 before reading it."""
+    if not endpoint.authenticated:
+        return []
+    headers = {**no_token(index), **JSON}
+    response = await world.client.request(endpoint.method, path or world.path(endpoint), content=raw, headers=headers)
+    return problems_of(response, want_401=True)
+
+
 def spoiled(body: dict[str, Any], member: str, raw_value: bytes) -> bytes:
     """`body` as JSON text plus one member whose value is written as is (json.dumps would refuse it, or recurse)."""
     head = json.dumps(body)[:-1] + (", " if body else "") + json.dumps(member) + ": "
@@ -98,11 +109,7 @@ async def test_hostile_bodies_at_every_endpoint(world: World):
                 found.append(
                     f"{endpoint} with {name}: {response.status_code} {response.text[:120]}, not 400 invalid_json"
                 )
-            if endpoint.authenticated:
-                headers = {**no_token(sent), **JSON}
-                found += problems_of(
-                    await world.client.request(endpoint.method, path, content=raw, headers=headers), want_401=True
-                )
+            found += await unauthenticated_problems(world, endpoint, raw, sent, path)
             problems += [f"[{name}] {p}" for p in found]
             sent += 2
     assert len(world.endpoints) >= 30 and not problems, report(problems, sent)
@@ -122,11 +129,7 @@ async def test_lone_surrogates_in_every_string_field(world: World):
                     found.append(
                         f"{response.status_code} {response.text[:120]}, not 400 invalid_json naming the surrogate"
                     )
-                if endpoint.authenticated:
-                    response = await world.client.request(
-                        endpoint.method, world.path(endpoint), content=raw, headers={**no_token(sent), **JSON}
-                    )
-                    found += problems_of(response, want_401=True)
+                found += await unauthenticated_problems(world, endpoint, raw, sent)
                 problems += [f"[{endpoint} {member}={value!r}] {p}" for p in found]
                 sent += 2
     assert sent > 40 and not problems, report(problems, sent)
@@ -159,11 +162,7 @@ async def test_wrong_json_types_per_field(world: World):
                 )
                 if ["body", member] not in locs:
                     found.append(f"{response.status_code} {response.text[:160]}, not 422 naming body.{member}")
-                if endpoint.authenticated:
-                    response = await world.client.request(
-                        endpoint.method, world.path(endpoint), content=raw, headers={**no_token(sent), **JSON}
-                    )
-                    found += problems_of(response, want_401=True)
+                found += await unauthenticated_problems(world, endpoint, raw, sent)
                 problems += [f"[{endpoint} {member}={value!r}] {p}" for p in found]
                 sent += 2
     assert sent > 300 and not problems, report(problems, sent)
