@@ -68,6 +68,26 @@ def ensure_venv() -> Path:
     return PYTHON
 
 
+NODE_LOCK = ROOT / "package-lock.json"
+NODE_STAMP = ROOT / "node_modules" / ".installed-from"
+
+
+def ensure_node_modules() -> None:
+    """`npm ci` the pinned Node packages of package-lock.json (the protocols' real JavaScript clients, which the
+    tests drive), again only when the lock file changed since the last install."""
+    fingerprint = hashlib.sha256(NODE_LOCK.read_bytes()).hexdigest()
+    if NODE_STAMP.exists() and NODE_STAMP.read_text() == fingerprint:
+        return
+    try:
+        version = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        sys.exit("Node.js 20 or newer and npm are required (the tests run the protocols' JavaScript clients)")
+    if int(version.lstrip("v").split(".")[0]) < 20:
+        sys.exit(f"Node.js 20 or newer is required; this is {version}")
+    _run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+    NODE_STAMP.write_text(fingerprint)
+
+
 # The test command's groups, each one pytest process, all at the same time: most of the time of the slow groups is
 # spent waiting on the servers and scripted silences of conformance runs, not computing. Together they are every
 # test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
@@ -122,6 +142,7 @@ def _run_groups(python: Path, groups: dict[str, list[str]]) -> int:
 
 def cmd_test(extra: list[str]) -> int:
     python = ensure_venv()
+    ensure_node_modules()
     if extra:  # a chosen subset, for iteration: one pytest as asked
         return _pytest_status(_run(python, "-m", "pytest", *extra, check=False))
     return _run_groups(python, TEST_GROUPS)

@@ -27,9 +27,13 @@ MUTANTS_FILE = "tests/quality/mutants.py"
 MUTANTS_GLOB = "mutants*.py"
 SERVER_TESTS = "tests/reference_server"
 HOSTILE_TESTS = "tests/hostile"  # the reference server's tests under hostile input carry covers() too
+CHANNEL_TESTS = "tests/channels"  # the channels' tests, with the protocols' real clients, carry covers() too
 
 # Where each family of rules is implemented and verified; the fake LLM's rules bind the harness, not a server.
-AREAS = {"FAKELLM": ("fake_llm", "tests/fake_llm")}
+AREAS = {
+    "FAKELLM": ("fake_llm", "tests/fake_llm"),
+    **{family: ("reference_server", CHANNEL_TESTS) for family in ("CHANNEL", "OPENAI", "UI", "AGUI")},
+}
 DEFAULT_AREA = ("reference_server", SERVER_TESTS)
 
 # An id named as a whole word, optionally continued as a range (`STATS-001..004`, `DB-001..DB-007`) or a list
@@ -257,7 +261,7 @@ def explain(requirement_id: str) -> Explanation:
     verified_by: list[Location] = []
     if not (ROOT / tests).is_dir():
         notes["verified_by"] = f"{tests}/ is not here {installed_only}"
-    elif tests == SERVER_TESTS:
+    elif tests in (SERVER_TESTS, CHANNEL_TESTS):
         verified_by = _covers((ROOT / tests).resolve()).get(rid, [])
         if (ROOT / HOSTILE_TESTS).is_dir():
             verified_by = verified_by + _covers((ROOT / HOSTILE_TESTS).resolve()).get(rid, [])

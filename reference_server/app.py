@@ -10,6 +10,7 @@ from fastapi import FastAPI
 import gns3_copilot_spec as spec
 
 from .body_limit import BodyLimit
+from .channels.routes import build_channels_router
 from .chat.routes import build_router
 from .controller.routes import router as controller_router
 from .errors import install_handlers
@@ -38,4 +39,5 @@ def create_app(settings: Settings) -> FastAPI:
     install_storage_fault_handlers(app)  # 503 storage_unavailable / project_unavailable (ERROR-003)
     app.include_router(controller_router)
     app.include_router(build_router(settings.chat_prefix))
+    app.include_router(build_channels_router(settings.chat_prefix))  # the same turns, other protocols
     return app

@@ -46,7 +46,9 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         if _declared_too_long(Headers(scope=scope), self.max_bytes):
-            await ApiError(413, "payload_too_large", _message(self.max_bytes)).response()(scope, receive, send)
+            await ApiError(413, "payload_too_large", _message(self.max_bytes)).response(scope["path"])(
+                scope, receive, send
+            )
             return
         received = 0
 

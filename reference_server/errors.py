@@ -8,6 +8,7 @@ nothing else answered is a 500 `internal_error` (LastResort).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -58,9 +59,23 @@ class ApiError(Exception):
         super().__init__(message)
         self.status, self.code, self.message, self.details, self.headers = status, code, message, details, headers
 
-    def response(self) -> JSONResponse:
+    def response(self, path: str = "") -> JSONResponse:
+        """The contract's error body, or the body shape of the channel whose path this is (CHANNEL-005)."""
+        for marker, render in _ERROR_SHAPES:
+            if marker in path:
+                return JSONResponse(render(self), status_code=self.status, headers=self.headers)
         body = ErrorBody(message=_text(self.message), code=self.code, details=self.details)
         return JSONResponse(body.model_dump(exclude_none=True), status_code=self.status, headers=self.headers)
+
+
+# (path marker, body renderer): a channel whose protocol has its own error body registers it here, so that every
+# refusal on its paths, from authentication to the body limit and the last resort, has that shape.
+_ERROR_SHAPES: list[tuple[str, Callable[[ApiError], dict[str, Any]]]] = []
+
+
+def register_error_shape(path_marker: str, render: Callable[[ApiError], dict[str, Any]]) -> None:
+    if all(marker != path_marker for marker, _ in _ERROR_SHAPES):
+        _ERROR_SHAPES.append((path_marker, render))
 
 
 def unauthorized(message: str) -> ApiError:
@@ -158,26 +173,26 @@ class LastResort:
             if started:
                 raise
             log.error("%s %s failed", scope.get("method"), scope.get("path"), exc_info=exc)
-            await ApiError(500, "internal_error", "Internal server error").response()(scope, receive, send)
+            await ApiError(500, "internal_error", "Internal server error").response(scope["path"])(scope, receive, send)
 
 
 def install_handlers(app: FastAPI) -> None:
     app.add_middleware(LastResort)
 
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return exc.response()
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return exc.response(request.url.path)
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return (await _caller_first(request, validation_failed(list(exc.errors())))).response()
+        return (await _caller_first(request, validation_failed(list(exc.errors())))).response(request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if (refusal := _parse_failure(exc)) is not None:
-            return (await _caller_first(request, refusal)).response()
+            return (await _caller_first(request, refusal)).response(request.url.path)
         headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 405:
             headers["Allow"] = _allowed_methods(request)
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return ApiError(exc.status_code, code, str(exc.detail), headers=headers or None).response()
+        return ApiError(exc.status_code, code, str(exc.detail), headers=headers or None).response(request.url.path)

@@ -68,12 +68,12 @@ def install_storage_fault_handlers(app: FastAPI) -> None:
     async def unavailable(request: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, ProjectUnavailable):
             log.error("%s %s: %s", request.method, request.url.path, exc)
-            return ApiError(503, "project_unavailable", str(exc)).response()
+            return ApiError(503, "project_unavailable", str(exc)).response(request.url.path)
         reason = storage_fault(exc)
         if reason is None:
             raise exc  # not a storage fault: the server's own error, as before
         log.error("%s %s: storage is not writable: %s", request.method, request.url.path, reason)
-        return ApiError(503, "storage_unavailable", f"Storage is not writable: {reason}").response()
+        return ApiError(503, "storage_unavailable", f"Storage is not writable: {reason}").response(request.url.path)
 
     for kind in (ProjectUnavailable, sqlite3.Error, OSError):
         app.add_exception_handler(kind, unavailable)

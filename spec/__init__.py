@@ -27,9 +27,11 @@ FAKE_LLM_DIR = SPEC_DIR / "fake-llm"
 REQUIREMENTS_PATH = SPEC_DIR / "requirements.yaml"
 BEHAVIOUR_PATH = SPEC_DIR / "behaviour.md"
 EVENT_UNION = EVENTS_DIR / "chat-stream-event.json"
+CHANNELS_DIR = SPEC_DIR / "channels"  # the channels' own schemas (ours)
+OFFICIAL_DIR = CHANNELS_DIR / "official"  # the protocols' official schemas, derived from their packages
 
 # The folders holding JSON Schema files, which reference one another by relative file path.
-SCHEMA_FOLDERS = (EVENTS_DIR, SCHEMAS_DIR, FAKE_LLM_DIR)
+SCHEMA_FOLDERS = (EVENTS_DIR, SCHEMAS_DIR, FAKE_LLM_DIR, CHANNELS_DIR, OFFICIAL_DIR)
 
 
 def load_document(path: Path) -> Any:
@@ -60,6 +62,59 @@ def load_openapi(prefix: str | None = None) -> dict[str, Any]:
     if prefix != default:
         document["paths"] = {prefix + path.removeprefix(default): item for path, item in document["paths"].items()}
     return document
+
+
+# The operations of the channels (the same turns over other protocols, CHANNEL-001) carry this tag in
+# openapi.yaml. Whatever walks "every chat endpoint" of the GNS3 API (error shapes, the 3.1 copy for SDKs, the
+# hostile inputs) leaves them out: their answers follow their protocols' own shapes.
+CHANNEL_TAG = "channels"
+
+
+def is_channel_operation(operation: dict[str, Any]) -> bool:
+    return CHANNEL_TAG in operation.get("tags", ())
+
+
+def without_channels(document: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document (as load_openapi gives it) with only the GNS3 chat API's operations, and without the
+    components that only the channels' operations use."""
+    document = copy.deepcopy(document)
+    paths, dropped = {}, []
+    for path, item in document["paths"].items():
+        kept = {}
+        for key, value in item.items():
+            if isinstance(value, dict) and is_channel_operation(value):
+                dropped.append(value)
+            else:
+                kept[key] = value
+        if any(isinstance(value, dict) and "operationId" in value for value in kept.values()):
+            paths[path] = kept
+    document["paths"] = paths
+    document["tags"] = [tag for tag in document.get("tags", []) if tag["name"] != CHANNEL_TAG]
+    still_used = _component_refs(document, document)
+    for kind, name in _component_refs(dropped, document) - still_used:
+        document["components"][kind].pop(name, None)
+        if not document["components"][kind]:
+            del document["components"][kind]
+    return document
+
+
+def _component_refs(node: Any, document: dict[str, Any]) -> set[tuple[str, str]]:
+    """(kind, name) of every `#/components/...` reference reachable from `node`, through the components too."""
+    found: set[tuple[str, str]] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, dict):
+            ref = current.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/"):
+                kind, name = ref.split("/")[2:4]
+                if (kind, name) not in found:
+                    found.add((kind, name))
+                    pending.append(document["components"].get(kind, {}).get(name))
+            pending.extend(current.values())
+        elif isinstance(current, list):
+            pending.extend(current)
+    return found
 
 
 @cache

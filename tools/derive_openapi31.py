@@ -90,7 +90,9 @@ def _stream_media_types(document: dict[str, Any]):
 
 
 def derive() -> dict[str, Any]:
-    document = spec.load_openapi()
+    # The GNS3 chat API only: the channels are for their protocols' own clients (the `openai` package, `ai`,
+    # `@ag-ui/client`), whose official schemas are in spec/channels/official.
+    document = spec.without_channels(spec.load_openapi())
     bundler = Bundler()
     union_ref = bundler.ref_to(spec.OPENAPI_PATH, spec.EVENT_UNION.relative_to(spec.SPEC_DIR).as_posix())
     for media in _stream_media_types(document):

@@ -25,10 +25,18 @@ class LlmSettings:
 
 
 _llm_settings: ContextVar[LlmSettings] = ContextVar("copilot_llm_settings")
+# A channel's instructions for one turn (OpenAI `system` messages, Responses `instructions`): added to the system
+# prompt of that turn's generations only, never stored in the conversation (OPENAI-001, OPENAI-005).
+_instructions: ContextVar[str | None] = ContextVar("copilot_turn_instructions", default=None)
 
 
-def set_request_context(llm: LlmSettings) -> None:
+def set_request_context(llm: LlmSettings, instructions: str | None = None) -> None:
     _llm_settings.set(llm)
+    _instructions.set(instructions)
+
+
+def current_instructions() -> str | None:
+    return _instructions.get()
 
 
 def current_llm_settings() -> LlmSettings:

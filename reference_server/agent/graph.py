@@ -17,7 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from reference_server.timestamps import utc_now
 
-from .context import current_llm_settings
+from .context import current_instructions, current_llm_settings
 from .llm_factory import ChatModelFactory
 
 LLM_NODE, TOOL_NODE, TITLE_NODE = "llm_call", "tool_node", "title_generator"
@@ -66,7 +66,9 @@ def build_graph(
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         model = models.build(current_llm_settings()).bind_tools(tools)
         # The whole conversation, its user messages as they were sent (TESTABILITY-002).
-        response = await model.ainvoke([SystemMessage(SYSTEM_PROMPT), *state["messages"]], config)
+        instructions = current_instructions()
+        system = SYSTEM_PROMPT if not instructions else f"{SYSTEM_PROMPT}\n\n{instructions}"
+        response = await model.ainvoke([SystemMessage(system), *state["messages"]], config)
         return {"messages": [stamp(response)]}
 
     def should_continue(state: CopilotState) -> str:

@@ -154,6 +154,7 @@ class AgentService:
             finish=self._finish_turn,
             heartbeat_interval=self.heartbeat_interval,
         )
+        turn.user_message = user_message
         self.running[session_id] = turn
         if session_id in self._aborted_while_starting:
             self._aborted_while_starting.discard(session_id)
@@ -201,6 +202,10 @@ class AgentService:
             state = await self.graph.aget_state(config)
             messages = list(state.values.get("messages", []))
             repair = _repairs(messages, turn.user_message_id, turn.translator.streamed_text)
+            if turn.user_message is not None and all(m.id != turn.user_message_id for m in messages):
+                # Stopped before the graph stored its input (a client gone at the first bytes): the message was
+                # accepted with a 200, so it is kept, as a turn stopped a moment later keeps it.
+                repair = [turn.user_message]
             if repair:
                 # Written as the title node's update, whose only edge leads to END, so that no node is left
                 # pending in the checkpoint (the next turn starts from START with its new input).

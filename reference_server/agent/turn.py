@@ -40,6 +40,7 @@ class Turn:
     ) -> None:
         self.session_id = session_id  # heartbeat, error and done carry it (EVENT-002)
         self.user_message_id = user_message_id
+        self.user_message: Any = None  # the HumanMessage itself, kept if the graph never stored it
         self._events = events
         self.translator = translator
         self._finish = finish

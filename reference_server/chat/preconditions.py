@@ -30,7 +30,11 @@ _CANONICAL_LIMIT = re.compile(r"[1-9][0-9]{0,3}")  # at most 4 digits: no int() 
 
 async def opened_project(project_id: str, request: Request, caller: Caller) -> AgentService:
     """403 for a caller without access, whether or not the project exists (ACCESS-001, ACCESS-002), then 404 for an
-    unknown project (PROJECT-001) and 403 for one that is not opened (PROJECT-002)."""
+    unknown project (PROJECT-001) and 403 for one that is not opened (PROJECT-002). Checked once per request: a
+    channel checks it before reading its body, and its turn's start asks again."""
+    checked = getattr(request.state, "opened_project", None)
+    if checked is not None and checked[0] == project_id:
+        return checked[1]
     await require_project_privilege(request, caller, project_id, CHAT_PRIVILEGE)
     services = request.app.state.services
     project = await services.store.project(project_id)
@@ -41,6 +45,7 @@ async def opened_project(project_id: str, request: Request, caller: Caller) -> A
         raise ApiError(
             403, "project_not_opened", f"Project must be opened to use chat. Current status: {project.status}"
         )
+    request.state.opened_project = (project_id, service)
     return service
 
 

@@ -7,7 +7,6 @@ body, so that each status and body is one that openapi.yaml documents for the op
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -19,28 +18,22 @@ from gns3_copilot_generated.api.chat_request import ChatRequest
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.conversation_history import ConversationHistory
 from gns3_copilot_generated.api.rename_request import RenameSessionRequest
-from reference_server.agent.context import set_request_context
-from reference_server.agent.turn import Turn
 from reference_server.auth import Caller, authenticated
-from reference_server.errors import ApiError
+from reference_server.channels.turns import ChannelTurn, TurnRequest, contract_events, start_channel_turn
 
-from .preconditions import history_limit, json_body, llm_settings, opened_project, owned_session, valid_session_id
+from .preconditions import history_limit, json_body, opened_project, owned_session, valid_session_id
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # FRAME-004
 
 
-def sse_frames(turn: Turn) -> AsyncIterator[str]:
+def sse_frames(channel_turn: ChannelTurn) -> AsyncIterator[str]:
     """`data: <json>\\n\\n` per event and nothing else (FRAME-002, FRAME-003)."""
 
     async def frames() -> AsyncIterator[str]:
-        try:
-            async for batch in turn.stream():
-                yield "".join(f"data: {json.dumps(e, ensure_ascii=False, separators=(',', ':'))}\n\n" for e in batch)
-        finally:
-            if not turn.finished.is_set():  # the client went away: stop the graph, keep the bookkeeping
-                turn.stop("client disconnected")
+        async for batch in contract_events(channel_turn):
+            yield "".join(f"data: {json.dumps(e, ensure_ascii=False, separators=(',', ':'))}\n\n" for e in batch)
 
     return frames()
 
@@ -50,28 +43,19 @@ def build_router(prefix: str) -> APIRouter:
 
     @router.post("/stream")
     async def stream_chat(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
-        service = await opened_project(project_id, request, caller)
+        await opened_project(project_id, request, caller)
         # The generated model checks message, mode, temperature and stream (INPUT-001..004) and ignores unknown
         # members (INPUT-008).
         body: ChatRequest = await json_body(request, ChatRequest)
-        llm = await llm_settings(request, caller, body.temperature)
-        session_id = body.session_id.root if body.session_id is not None else str(uuid.uuid4())  # SESSION-001
-        session = await service.repo.get(session_id)  # an existing session of the caller continues (SESSION-005)
-        if session is not None and session.user_id != caller.user.user_id:  # ISOLATION-002
-            raise ApiError(404, "session_not_found", f"Session {session_id} not found")
-        if service.is_busy(session_id):  # CONCURRENCY-001
-            raise ApiError(409, "session_busy", "Session is busy with another turn")
-        service.reserve(session_id)  # in this event-loop step; start_turn replaces the reservation
-        try:
-            if session is None:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
-                session = await service.repo.create(session_id, caller.user.user_id)
-            set_request_context(llm)  # copied into the turn's tasks, never into the graph config
-            turn = await service.start_turn(session, body.message)
-        except BaseException:
-            service.release(session_id)
-            raise
+        wanted = TurnRequest(
+            session_id=body.session_id.root if body.session_id is not None else None,
+            message=body.message,
+            temperature=body.temperature,
+        )
+        # The one way every channel starts a turn: session, ownership, busy lock (channels/turns.py).
+        channel_turn = await start_channel_turn(project_id, request, caller, wanted)
         # 200 with media type text/event-stream (FRAME-001).
-        return StreamingResponse(sse_frames(turn), media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(sse_frames(channel_turn), media_type="text/event-stream", headers=SSE_HEADERS)
 
     @router.get("/sessions")
     async def list_sessions(project_id: str, request: Request, caller: Authenticated) -> list[ChatSession]:

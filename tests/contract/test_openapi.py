@@ -66,7 +66,7 @@ def test_dangling_ref_is_caught_by_the_resolver():
 
 
 def test_every_operation_documents_auth_errors_and_bodies():
-    document = spec.load_openapi()
+    document = spec.without_channels(spec.load_openapi())
     operations = [(p, m, op) for p, item in document["paths"].items() for m, op in item.items() if m in HTTP_METHODS]
     assert {op["operationId"] for _, _, op in operations} == {
         "streamChat",
@@ -86,6 +86,36 @@ def test_every_operation_documents_auth_errors_and_bodies():
             if status.startswith(("4", "5")):
                 schema = response["content"]["application/json"]["schema"]["$ref"]
                 assert schema.endswith(("error-body.json", "validation-error-body.json")), (method, path, status)
+
+
+def test_channel_operations_answer_in_their_protocols_error_shapes():
+    """The OpenAI channel refuses in OpenAI's error body, the UI and AG-UI channels in the contract's (CHANNEL-005)."""
+    document = spec.load_openapi()
+    channel = [
+        (path, op)
+        for path, item in document["paths"].items()
+        for m, op in item.items()
+        if m in HTTP_METHODS
+        if spec.is_channel_operation(op)
+    ]
+    assert {op["operationId"] for _, op in channel} == {
+        "openaiChatCompletions",
+        "openaiResponses",
+        "openaiListModels",
+        "uiMessageStream",
+        "uiSessionMessages",
+        "agUiRun",
+    }
+    for path, operation in channel:
+        assert {"401", "403", "404"} <= set(operation["responses"]), path
+        for status, response in operation["responses"].items():
+            if status.startswith(("4", "5")):
+                schema = _deref(document, response)["content"]["application/json"]["schema"]["$ref"]
+                expected = (
+                    "openai-error.json" if "/openai/v1/" in path else ("error-body.json", "validation-error-body.json")
+                )
+                assert schema.endswith(expected), (path, status, schema)
+    assert spec.without_channels(document)["components"].get("responses", {}).get("OpenAIError") is None
 
 
 def test_every_example_validates():

@@ -1,0 +1,134 @@
+"""Starting a turn for any channel: the same checks, session, busy lock and turn as `POST {prefix}/stream`
+(CHANNEL-002), so that a channel differs from the GNS3 stream only in its wire format.
+
+A channel parses its own body into a TurnRequest; everything after that is here, in the order of the GNS3
+stream: project access and status, the message, the LLM configuration, the session and its owner, the busy lock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from pydantic import ValidationError
+
+from gns3_copilot_generated.api.abort_result import SessionId
+from reference_server.agent.context import set_request_context
+from reference_server.agent.turn import Turn
+from reference_server.auth import Caller
+from reference_server.chat.preconditions import llm_settings, opened_project
+from reference_server.errors import ApiError, from_pydantic, validation_failed
+
+MESSAGE_MAX_LENGTH = 100_000  # INPUT-001's bounds, for the message a channel extracted (CHANNEL-004)
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    session_id: str | None  # None: a new session with a server-made UUID (SESSION-001)
+    message: str
+    temperature: float | None = None
+    instructions: str | None = None  # added to the system prompt of this turn only
+    carries_history: bool = False  # earlier user/assistant messages came with it (CHANNEL-004)
+    must_exist: bool = False  # the session must exist already (a Responses `previous_response_id`)
+    message_loc: tuple[str | int, ...] = ("body", "message")  # where the message was, for a 422's details
+    session_loc: tuple[str | int, ...] = ("body", "session_id")
+
+
+@dataclass
+class ChannelTurn:
+    turn: Turn
+    session_id: str
+    created: bool  # the turn started its session
+
+    @property
+    def user_message_id(self) -> str:
+        return self.turn.user_message_id
+
+
+def _checked_message(wanted: TurnRequest) -> str:
+    message = wanted.message
+    if not isinstance(message, str) or not 1 <= len(message) <= MESSAGE_MAX_LENGTH:
+        raise validation_failed(
+            [
+                {
+                    "loc": wanted.message_loc,
+                    "msg": f"The message must be text of 1 to {MESSAGE_MAX_LENGTH} characters",
+                    "type": "string_too_short" if not message else "string_too_long",
+                }
+            ]
+        )
+    return message
+
+
+def _checked_session_id(wanted: TurnRequest) -> str:
+    if wanted.session_id is None:
+        return str(uuid.uuid4())
+    try:
+        return SessionId.model_validate(wanted.session_id).root  # SESSION-003
+    except ValidationError as exc:
+        raise from_pydantic(exc, wanted.session_loc) from exc
+
+
+async def start_channel_turn(project_id: str, request: Request, caller: Caller, wanted: TurnRequest) -> ChannelTurn:
+    """Every refusal is an ApiError raised before the stream begins (PRECHECK-001, CHANNEL-005)."""
+    service = await opened_project(project_id, request, caller)
+    message = _checked_message(wanted)
+    session_id = _checked_session_id(wanted)
+    llm = await llm_settings(request, caller, wanted.temperature)
+    session = await service.repo.get(session_id)  # an existing session of the caller continues (SESSION-005)
+    if session is not None and session.user_id != caller.user.user_id:  # ISOLATION-002
+        raise ApiError(404, "session_not_found", f"Session {session_id} not found")
+    if session is None and wanted.must_exist:
+        raise ApiError(404, "session_not_found", f"Session {session_id} not found")
+    if session is None and wanted.carries_history:  # CHANNEL-004: never continue a conversation we do not have
+        raise ApiError(
+            422,
+            "unknown_conversation",
+            f"The request carries earlier messages, but session {session_id} does not exist: this server keeps "
+            "the conversation itself. Start a new conversation, or name an existing session.",
+        )
+    if service.is_busy(session_id):  # CONCURRENCY-001, on every channel (CHANNEL-002)
+        raise ApiError(409, "session_busy", "Session is busy with another turn")
+    service.reserve(session_id)  # in this event-loop step; start_turn replaces the reservation
+    try:
+        created = session is None
+        if session is None:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
+            session = await service.repo.create(session_id, caller.user.user_id)
+        set_request_context(llm, wanted.instructions)  # copied into the turn's tasks, never into the graph config
+        turn = await service.start_turn(session, message)
+    except BaseException:
+        service.release(session_id)
+        raise
+    return ChannelTurn(turn=turn, session_id=session_id, created=created)
+
+
+def contract_events(channel_turn: ChannelTurn) -> AsyncIterator[list[dict[str, Any]]]:
+    """The turn's contract events in batches (spec/events); a consumer that goes away (the client disconnected)
+    stops the turn, which still finishes, is kept and is counted (CHANNEL-009)."""
+    turn = channel_turn.turn
+
+    async def batches() -> AsyncIterator[list[dict[str, Any]]]:
+        try:
+            async for batch in turn.stream():
+                yield batch
+        finally:
+            if not turn.finished.is_set():
+                turn.stop("client disconnected")
+
+    return batches()
+
+
+async def run_to_end(channel_turn: ChannelTurn) -> list[dict[str, Any]]:
+    """Every event of the turn, heartbeats left out: for answers that are not streamed."""
+    events: list[dict[str, Any]] = []
+    async for batch in contract_events(channel_turn):
+        events.extend(event for event in batch if event["type"] != "heartbeat")
+    return events
+
+
+def session_header(channel_turn: ChannelTurn) -> dict[str, str]:
+    """How a client that did not name the session learns it (OPENAI-002)."""
+    return {"X-Copilot-Session-Id": channel_turn.session_id}
