@@ -48,3 +48,20 @@ def readme_line(text: str) -> str:
 def readme_command(text: str) -> list[str]:
     """The argv of the README command `text` (exactly as the README shows it, without its comment)."""
     return shlex.split(readme_line(text))
+
+
+def examples() -> dict[str, str]:
+    """Named examples: the code of every README block fenced as ```<language> <name> (e.g. ```ts ag-ui), by
+    "<language> <name>". Plain ```python blocks are run by tests/test_readme.py; a named one needs a live server."""
+    text = README.read_text(encoding="utf-8")
+    found: dict[str, str] = {}
+    for fence, code in re.findall(r"^```(\w+ [\w-]+)\n(.*?)^```", text, flags=re.S | re.M):
+        assert fence not in found, f"two README examples are fenced ```{fence}"
+        found[fence] = code
+    return found
+
+
+def readme_example(fence: str) -> str:
+    """The code of the README example fenced ```<fence>, after checking the README shows it."""
+    assert fence in examples(), f"the README has no example fenced ```{fence}; it has: {sorted(examples())}"
+    return examples()[fence]

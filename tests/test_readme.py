@@ -10,7 +10,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.readme import SECTIONS_RUN_WHOLE, commands, readme_command
+from tests.readme import SECTIONS_RUN_WHOLE, commands, examples, readme_command
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -66,6 +66,17 @@ def test_every_readme_command_is_run_by_a_test():
     assert unclaimed == [], "run these in a test with tests.readme.readme_command(...) (or readme_line)"
     stale = sorted(c for c in claimed if c not in commands(with_whole_sections=True))
     assert stale == [], "these tests run commands the README no longer shows"
+
+
+def test_every_named_readme_example_is_run_by_a_test():
+    """A block fenced ```<language> <name> is run by a test through tests.readme.readme_example("<language> <name>")."""
+    claimed = set()
+    for path in (README.parent / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "readme_example" and node.args:
+                claimed.add(node.args[0].value)
+    assert sorted(set(examples()) - claimed) == [], "run these README examples in a test (readme_example)"
+    assert sorted(claimed - set(examples())) == [], "tests run README examples the README no longer shows"
 
 
 def test_the_readme_main_job_command_runs_the_suite_and_passes():

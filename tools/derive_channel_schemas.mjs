@@ -4,7 +4,7 @@
 //
 //   node tools/derive_channel_schemas.mjs
 //
-// ai 6.0.326
+// ai 6.0.325
 //   `uiMessageChunkSchema` is `lazySchema(() => zodSchema(z.union([...])))`. The package's own
 //   `asSchema(uiMessageChunkSchema).jsonSchema` throws "Custom types cannot be represented in JSON Schema"
 //   (the `data-*` chunk types a `z.custom` predicate), and its zod object is not exported. So the `zod` object

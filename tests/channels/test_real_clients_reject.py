@@ -1,7 +1,7 @@
 """Each protocol's real client, fed recorded bodies (no server), accepts a valid stream and rejects broken ones,
 so that a channel test asserting "the real client accepts what the server sent" can fail both ways.
 
-    npm ai 6.0.326             ui-read.mjs: parseJsonEventStream(uiMessageChunkSchema) + readUIMessageStream
+    npm ai 6.0.325             ui-read.mjs: parseJsonEventStream(uiMessageChunkSchema) + readUIMessageStream
     npm @ag-ui/client 1.0.0    ag-ui-run.mjs: HttpAgent.runAgent over a custom fetch
     PyPI openai 3.57.0         OpenAI(http_client=httpx.Client(transport=httpx.MockTransport(...)))
 

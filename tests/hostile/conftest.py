@@ -154,10 +154,17 @@ def _api_routes(app) -> list[tuple[APIRoute | Any, str, set[str]]]:
     return [(c.route, c.path, set(c.methods or ())) for c in iter_route_contexts(app.routes) if c.path]
 
 
+CHANNEL_TEMPLATES = {
+    path
+    for path, item in spec.load_openapi()["paths"].items()
+    if any(isinstance(op, dict) and spec.is_channel_operation(op) for op in item.values())
+}
+
+
 def controller_endpoints(app, chat_templates: set[str]) -> list[Endpoint]:
     found = []
     for route, path, methods in _api_routes(app):
-        if not isinstance(route, APIRoute) or path in chat_templates or "Channels" in (route.tags or ()):
+        if not isinstance(route, APIRoute) or path in chat_templates or path in CHANNEL_TEMPLATES:
             continue  # the channels answer in their protocols' own shapes (tests/channels)
         for method in sorted(methods):
             key = (method, path)
