@@ -68,10 +68,9 @@ def _booleans_not_sent_as_booleans(model: type[BaseModel], data: dict[str, Any])
     return problems
 
 
-async def json_body(request: Request, model: type[BaseModel]) -> Any:
-    """400 for a body that is not JSON (INPUT-009), or not JSON this server can take (json_input.py); 422 for one
-    that does not fit the model (INPUT-006, -007), JSON types taken as they are: no string for a number, no number
-    for a boolean (INPUT-003, INPUT-004). Reading the body may also raise 413 (body_limit.py)."""
+async def json_value(request: Request) -> Any:
+    """The body as JSON: 400 for a body that is not JSON (INPUT-009), or not JSON this server can take
+    (json_input.py). Reading the body may also raise 413 (body_limit.py)."""
     raw = await request.body()
     try:
         data = json.loads(raw.decode("utf-8"))  # UTF-8 only (RFC 8259); json.loads(bytes) would guess UTF-16 or -32
@@ -83,6 +82,14 @@ async def json_body(request: Request, model: type[BaseModel]) -> Any:
         raise invalid_json(str(exc)) from exc
     if (problem := json_problem(data)) is not None:
         raise invalid_json(problem)
+    return data
+
+
+async def json_body(request: Request, model: type[BaseModel]) -> Any:
+    """The body as JSON (json_value), then 422 for one that does not fit the model (INPUT-006, -007), JSON types
+    taken as they are: no string for a number, no number for a boolean (INPUT-003, INPUT-004)."""
+    data = await json_value(request)
+    raw = await request.body()  # Starlette keeps it: read once
     if not isinstance(data, dict):
         raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
     booleans = _booleans_not_sent_as_booleans(model, data)

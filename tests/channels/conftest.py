@@ -105,6 +105,11 @@ def content_of(events: list[dict[str, Any]]) -> str:
     return "".join(event["content"] for event in events if event["type"] == "content")
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
     data_dir: Path = tmp_path_factory.mktemp("channels") / "data"

@@ -49,15 +49,22 @@ def test_the_openai_python_example(live: LiveLab, tmp_path: Path):
     assert run([sys.executable, str(script)], live) == expected_lines(code, "#")
 
 
-@pytest.mark.covers("UI-001", "UI-003")
-@pytest.mark.parametrize("fence", ["ts use-chat", "ts ag-ui"])
-def test_the_typescript_examples(live: LiveLab, fence: str):
-    code = readme_example(fence)
+def run_typescript(code: str, live: LiveLab) -> None:
     folder = ROOT / ".cache" / "readme-examples"  # inside the repository, so that node_modules/ resolves
     folder.mkdir(parents=True, exist_ok=True)
-    script = folder / f"{fence.split()[1]}-{uuid.uuid4().hex[:6]}.ts"
+    script = folder / f"example-{uuid.uuid4().hex[:8]}.ts"
     script.write_text(code)
     try:
         assert run([str(ROOT / "node_modules" / ".bin" / "tsx"), str(script)], live) == expected_lines(code, "//")
     finally:
         script.unlink()
+
+
+@pytest.mark.covers("UI-001", "UI-003")
+def test_the_use_chat_example(live: LiveLab):
+    run_typescript(readme_example("ts use-chat"), live)
+
+
+@pytest.mark.covers("AGUI-001", "AGUI-002")
+def test_the_ag_ui_example(live: LiveLab):
+    run_typescript(readme_example("ts ag-ui"), live)

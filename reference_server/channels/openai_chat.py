@@ -1,0 +1,224 @@
+"""OpenAI Chat Completions over the copilot's turn (spec/behaviour.md, "OpenAI channel": OPENAI-001..004), and the
+router of the whole OpenAI channel (chat completions, responses, models).
+
+`ChatCompletionStream` is the pure translation of a turn's contract events into `chat.completion.chunk` frames;
+only the turn's text is sent, because the server runs its tools itself and a client must never be handed a
+call to execute (CHANNEL-006).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from reference_server.auth import Caller, authenticated
+from reference_server.chat.preconditions import json_value, opened_project
+from reference_server.errors import ApiError
+
+from .openai_common import (
+    MODEL_ID,
+    checked_boolean,
+    checked_metadata,
+    checked_model,
+    checked_temperature,
+    checked_user,
+    error_type,
+    invalid,
+    model_list,
+    refuse_client_tools,
+    refuse_unknown_members,
+    split_conversation,
+)
+from .turns import ChannelTurn, TurnRequest, contract_events, run_to_end, session_header, start_channel_turn
+
+Authenticated = Annotated[Caller, Depends(authenticated)]
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+HEARTBEAT_FRAME = ": heartbeat\n\n"  # an SSE comment: the `openai` client skips it (CHANNEL-007)
+DONE_FRAME = "data: [DONE]\n\n"
+# OPENAI-001: what a chat completion request may carry; `tools`, `functions` and `tool_choice` only empty / none /
+# auto (CHANNEL-006); `n` only 1.
+CHAT_MEMBERS = {"model", "messages", "stream", "stream_options", "temperature", "metadata", "user", "tools"}
+CHAT_MEMBERS |= {"functions", "tool_choice", "n"}
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    stream: bool
+    include_usage: bool
+
+
+Usage = Callable[[], tuple[int, int]]  # (input tokens, output tokens), final once `done` came
+
+
+def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
+    if not isinstance(body, dict):
+        raise invalid("body", "the body must be a JSON object")
+    refuse_unknown_members(body, CHAT_MEMBERS)
+    checked_model(body)
+    refuse_client_tools(body)
+    if body.get("n") not in (None, 1):
+        raise invalid("n", "only one choice ('n': 1) is generated")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise invalid("messages", "'messages' must be a list of messages")
+    message, instructions, earlier = split_conversation(messages, "messages", ("text",))
+    stream = checked_boolean(body, "stream", False)
+    options = body.get("stream_options")
+    if options is not None and (not isinstance(options, dict) or set(options) - {"include_usage"}):
+        raise invalid("stream_options", "'stream_options' takes only 'include_usage'")
+    include_usage = checked_boolean(options or {}, "include_usage", False)
+    checked_user(body)
+    wanted = TurnRequest(
+        session_id=checked_metadata(body).get("session_id"),
+        message=message,
+        temperature=checked_temperature(body),
+        instructions=instructions,
+        carries_history=earlier,
+        message_loc=("body", "messages", len(messages) - 1, "content"),
+        session_loc=("body", "metadata", "session_id"),
+    )
+    return wanted, ChatOptions(stream=stream, include_usage=include_usage and stream)
+
+
+def usage_of(channel_turn: ChannelTurn) -> Usage:
+    turn = channel_turn.turn
+    return lambda: (turn.stats.input_tokens, turn.stats.output_tokens)
+
+
+def chat_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
+    """CHANNEL-008: the turn's tokens, the session's increase."""
+    return {
+        "prompt_tokens": input_tokens,
+        "completion_tokens": output_tokens,
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def error_object(event: dict[str, Any]) -> dict[str, Any]:
+    """A contract `error` event as OpenAI's error object (OPENAI-004)."""
+    code = event.get("code") or "llm_error"
+    return {"message": event.get("error") or code, "type": error_type(502), "param": None, "code": code}
+
+
+def _frame(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+class ChatCompletionStream:
+    """OPENAI-002: a role chunk, a content chunk per contract `content`, a finish chunk, the usage chunk when asked,
+    `[DONE]`; a contract `error` is an error frame then `[DONE]`, without a finish chunk (OPENAI-004)."""
+
+    def __init__(self, completion_id: str, created: int, include_usage: bool) -> None:
+        self.completion_id, self.created, self.include_usage = completion_id, created, include_usage
+        self.ended = False
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        chunk = {
+            "id": self.completion_id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": MODEL_ID,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+        if self.include_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def opening(self) -> str:
+        return _frame(self.chunk({"role": "assistant", "content": ""}))
+
+    def feed(self, batch: list[dict[str, Any]], usage: Usage) -> str:
+        out: list[str] = []
+        for event in batch:
+            if self.ended:
+                break
+            kind = event["type"]
+            if kind == "content":
+                out.append(_frame(self.chunk({"content": event["content"]})))
+            elif kind == "heartbeat":
+                out.append(HEARTBEAT_FRAME)
+            elif kind == "error":
+                out += [_frame({"error": error_object(event)}), DONE_FRAME]
+                self.ended = True
+            elif kind == "done":
+                out.append(_frame(self.chunk({}, "stop")))  # an aborted turn ends the same way (OPENAI-002)
+                if self.include_usage:
+                    out.append(_frame({**self.chunk({}), "choices": [], "usage": chat_usage(*usage())}))
+                out.append(DONE_FRAME)
+                self.ended = True
+            # tool_call, tool_start, tool_end: the server's own work, not sent (CHANNEL-006)
+        return "".join(out)
+
+
+def completion_object(completion_id: str, created: int, text: str, usage: tuple[int, int]) -> dict[str, Any]:
+    """OPENAI-003: one choice, the turn's whole text."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": MODEL_ID,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": chat_usage(*usage),
+    }
+
+
+def failure_of(events: list[dict[str, Any]], channel_turn: ChannelTurn) -> ApiError | None:
+    """A turn that failed, answered after the fact: 502 with the contract error's code (OPENAI-003)."""
+    failed = next((event for event in events if event["type"] == "error"), None)
+    if failed is None:
+        return None
+    error = error_object(failed)
+    return ApiError(502, error["code"], error["message"], headers=session_header(channel_turn))
+
+
+def build_openai_router() -> APIRouter:
+    from .openai_responses import add_responses_routes
+
+    router = APIRouter()
+
+    @router.post("/openai/v1/chat/completions")
+    async def chat_completions(project_id: str, request: Request, caller: Authenticated) -> Any:
+        await opened_project(project_id, request, caller)
+        wanted, options = chat_request(await json_value(request))
+        channel_turn = await start_channel_turn(project_id, request, caller, wanted)
+        completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+        headers = {**SSE_HEADERS, **session_header(channel_turn)}
+        if not options.stream:
+            events = await run_to_end(channel_turn)
+            if (failure := failure_of(events, channel_turn)) is not None:
+                raise failure
+            text = "".join(event["content"] for event in events if event["type"] == "content")
+            body = completion_object(completion_id, created, text, usage_of(channel_turn)())
+            return JSONResponse(body, headers=session_header(channel_turn))
+        translator = ChatCompletionStream(completion_id, created, options.include_usage)
+
+        async def frames() -> AsyncIterator[str]:
+            yield translator.opening()
+            async for batch in contract_events(channel_turn):
+                if text := translator.feed(batch, usage_of(channel_turn)):
+                    yield text
+
+        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
+
+    @router.get("/openai/v1/models")
+    async def list_models(project_id: str, request: Request, caller: Authenticated) -> dict[str, Any]:
+        await opened_project(project_id, request, caller)  # authenticated, with access to the project (OPENAI-007)
+        return model_list()
+
+    add_responses_routes(router)
+    return router

@@ -1,0 +1,187 @@
+"""What both OpenAI endpoints share (spec/behaviour.md, "OpenAI channel"): the error body (OPENAI-004), the model
+list (OPENAI-007), and reading the members of a request strictly (OPENAI-001, OPENAI-005).
+
+The request members are checked by hand, member by member, because the rule is the OpenAI API's own subset:
+what a server-run agent can honour is taken, a member it cannot honour is refused by name (`unsupported_field`)
+rather than ignored, and the `openai` client's own body passes unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from reference_server.errors import ApiError
+
+MODEL_ID = "gns3-copilot"  # the one model of GET {prefix}/openai/v1/models (OPENAI-007)
+MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: when the model id was defined, for the `created` field
+MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
+INSTRUCTION_ROLES = ("system", "developer")
+
+# OPENAI-004: the error `type` the status gives, as OpenAI's API names them.
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def error_type(status: int) -> str:
+    return _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+
+
+def render_openai_error(error: ApiError) -> dict[str, Any]:
+    """OpenAI's error envelope with the contract's code (CHANNEL-005); `param` names the member at fault."""
+    param = (error.details or {}).get("param")
+    return {
+        "error": {
+            "message": error.message,
+            "type": error_type(error.status),
+            "param": param if isinstance(param, str) else None,
+            "code": error.code,
+        }
+    }
+
+
+def invalid(param: str, message: str) -> ApiError:
+    return ApiError(422, "validation_error", message, details={"param": param})
+
+
+def unsupported(param: str) -> ApiError:
+    return ApiError(
+        422,
+        "unsupported_field",
+        f"'{param}' is not supported by this server: the copilot runs its own agent and tools, and takes only "
+        "the members its OpenAI channel documents",
+        details={"param": param},
+    )
+
+
+def model_list() -> dict[str, Any]:
+    return {
+        "object": "list",
+        "data": [{"id": MODEL_ID, "object": "model", "created": MODEL_CREATED, "owned_by": "gns3"}],
+    }
+
+
+def checked_model(body: dict[str, Any]) -> str:
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid("model", "'model' is required: a model id of GET .../openai/v1/models")
+    if model != MODEL_ID:
+        raise ApiError(
+            404,
+            "model_not_found",
+            f"The model '{model}' does not exist; this server has '{MODEL_ID}'",
+            details={"param": "model"},
+        )
+    return model
+
+
+def refuse_unknown_members(body: dict[str, Any], supported: set[str]) -> None:
+    """Every member outside the documented subset that asks for something (not null) is refused by name."""
+    for name, value in body.items():
+        if name not in supported and value is not None:
+            raise unsupported(name)
+
+
+def refuse_client_tools(body: dict[str, Any]) -> None:
+    """CHANNEL-006: the server runs its own tools; tools offered by the client cannot be called back."""
+    for name in ("tools", "functions"):
+        value = body.get(name)
+        if value is None or value == []:
+            continue
+        if not isinstance(value, list):
+            raise invalid(name, f"'{name}' must be a list")
+        raise ApiError(
+            422,
+            "client_tools_not_supported",
+            f"The copilot runs its own tools on the server and never hands a tool call to the client; send no '{name}'",
+            details={"param": name},
+        )
+    choice = body.get("tool_choice")
+    if choice is not None and choice not in ("none", "auto"):
+        raise unsupported("tool_choice")
+
+
+def checked_temperature(body: dict[str, Any]) -> float | None:
+    """INPUT-003: a number from 0 to 2, or null."""
+    value = body.get("temperature")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not 0 <= value <= 2:
+        raise invalid("temperature", "'temperature' must be a number from 0 to 2")
+    return float(value)
+
+
+def checked_boolean(body: dict[str, Any], name: str, default: bool) -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise invalid(name, f"'{name}' must be a boolean")
+    return value
+
+
+def checked_metadata(body: dict[str, Any]) -> dict[str, str]:
+    """OpenAI's `metadata`: a map of strings; `session_id` names the session (OPENAI-001)."""
+    value = body.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise invalid("metadata", "'metadata' must be an object whose values are strings")
+    return value
+
+
+def checked_user(body: dict[str, Any]) -> None:
+    if body.get("user") is not None and not isinstance(body["user"], str):
+        raise invalid("user", "'user' must be a string")
+
+
+def text_of(content: Any, param: str, part_types: tuple[str, ...]) -> str:
+    """A message's text: a string, or a list of text parts (`text` in Chat Completions, `input_text` and
+    `output_text` in Responses); anything else (images, audio, files) is refused."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content:
+        texts = []
+        for index, part in enumerate(content):
+            if (
+                not isinstance(part, dict)
+                or part.get("type") not in part_types
+                or not isinstance(part.get("text"), str)
+            ):
+                raise invalid(f"{param}[{index}]", f"only text content ({', '.join(part_types)} parts) is supported")
+            texts.append(part["text"])
+        return "".join(texts)
+    raise invalid(param, "a message's content must be a string or a list of text parts")
+
+
+def split_conversation(messages: list[Any], param: str, part_types: tuple[str, ...]) -> tuple[str, str | None, bool]:
+    """(the turn's message, the instructions, whether earlier conversation came with it) (CHANNEL-004)."""
+    if not messages:
+        raise invalid(param, f"'{param}' must hold at least the user's message")
+    instructions, earlier = [], False
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in MESSAGE_ROLES:
+            raise invalid(f"{param}[{index}]", f"a message is an object with a role among {', '.join(MESSAGE_ROLES)}")
+        if message.get("type", "message") != "message":
+            raise unsupported(f"{param}[{index}].type")
+        last = index == len(messages) - 1
+        if message["role"] in INSTRUCTION_ROLES:
+            if last:
+                break
+            instructions.append(text_of(message.get("content"), f"{param}[{index}].content", part_types))
+        elif not last:
+            earlier = True
+    final = messages[-1]
+    if final.get("role") != "user":
+        raise invalid(param, "the last message must be the user's message: it is the turn's message")
+    text = text_of(final.get("content"), f"{param}[{len(messages) - 1}].content", part_types)
+    return text, "\n\n".join(instructions) or None, earlier

@@ -1,0 +1,245 @@
+"""OpenAI Responses over the copilot's turn, the text subset (spec/behaviour.md: OPENAI-005, OPENAI-006).
+
+A Response's id names its session and turn (`resp_<session id in hex>_<turn's user message id>`), so that
+`previous_response_id` continues the session without any state kept for responses. Only the turn's text is sent,
+as one assistant message with one `output_text` part; the server's tools are its own work (CHANNEL-006).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from reference_server.auth import Caller, authenticated
+from reference_server.chat.preconditions import json_value, opened_project
+from reference_server.errors import ApiError
+
+from .openai_chat import HEARTBEAT_FRAME, SSE_HEADERS, Usage, error_object, failure_of, usage_of
+from .openai_common import (
+    MODEL_ID,
+    checked_boolean,
+    checked_metadata,
+    checked_model,
+    checked_temperature,
+    checked_user,
+    invalid,
+    refuse_client_tools,
+    refuse_unknown_members,
+    split_conversation,
+    unsupported,
+)
+from .turns import ChannelTurn, TurnRequest, contract_events, run_to_end, session_header, start_channel_turn
+
+Authenticated = Annotated[Caller, Depends(authenticated)]
+
+# OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false).
+RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}
+RESPONSE_MEMBERS |= {"store", "user", "tools", "tool_choice"}
+INPUT_PART_TYPES = ("input_text", "output_text", "text")
+_RESPONSE_ID = re.compile(r"resp_(?P<session>(?:[0-9a-f]{2}){1,128})_(?P<turn>[0-9a-f]{32})")
+
+
+def response_id(session_id: str, user_message_id: str) -> str:
+    return f"resp_{session_id.encode().hex()}_{uuid.UUID(user_message_id).hex}"
+
+
+def session_of_response(value: Any) -> str:
+    """The session a previous response belongs to; 404 `previous_response_not_found` for anything else."""
+    match = _RESPONSE_ID.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise previous_response_not_found(value)
+    return bytes.fromhex(match["session"]).decode("ascii", errors="replace")
+
+
+def previous_response_not_found(value: Any) -> ApiError:
+    shown = f" {value!r}" if isinstance(value, str) and len(value) <= 300 else ""
+    return ApiError(
+        404,
+        "previous_response_not_found",
+        f"Previous response{shown} not found: not a response of yours, or its session was deleted",
+        details={"param": "previous_response_id"},
+    )
+
+
+def responses_request(body: Any) -> tuple[TurnRequest, bool]:
+    if not isinstance(body, dict):
+        raise invalid("body", "the body must be a JSON object")
+    refuse_unknown_members(body, RESPONSE_MEMBERS)
+    checked_model(body)
+    refuse_client_tools(body)
+    if body.get("store") is True:
+        raise unsupported("store")  # responses are not kept for retrieval; the session is the record
+    given = body.get("input")
+    if isinstance(given, str):
+        message, instructions, earlier, loc = given, None, False, ("body", "input")
+    elif isinstance(given, list):
+        message, instructions, earlier = split_conversation(given, "input", INPUT_PART_TYPES)
+        loc = ("body", "input", len(given) - 1, "content")
+    else:
+        raise invalid("input", "'input' must be a string or a list of messages")
+    extra = body.get("instructions")
+    if extra is not None and not isinstance(extra, str):
+        raise invalid("instructions", "'instructions' must be a string")
+    instructions = "\n\n".join(part for part in (extra, instructions) if part) or None
+    checked_user(body)
+    named = checked_metadata(body).get("session_id")
+    previous = body.get("previous_response_id")
+    continued = session_of_response(previous) if previous is not None else None
+    if named is not None and continued is not None and named != continued:
+        raise invalid("metadata", "'metadata.session_id' and 'previous_response_id' name two different sessions")
+    wanted = TurnRequest(
+        session_id=continued or named,
+        message=message,
+        temperature=checked_temperature(body),
+        instructions=instructions,
+        carries_history=earlier,
+        must_exist=continued is not None,
+        message_loc=loc,
+        session_loc=("body", "metadata", "session_id"),
+    )
+    return wanted, checked_boolean(body, "stream", False)
+
+
+def response_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """CHANNEL-008: the turn's tokens."""
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+class ResponseBuilder:
+    """The `Response` object of one turn at each of its stages, and its text item (OPENAI-005)."""
+
+    def __init__(self, channel_turn: ChannelTurn, wanted: TurnRequest) -> None:
+        self.id = response_id(channel_turn.session_id, channel_turn.user_message_id)
+        self.item_id = f"msg_{uuid.UUID(channel_turn.user_message_id).hex}"
+        self.created = int(time.time())
+        self.session_id = channel_turn.session_id
+        self.wanted = wanted
+
+    def part(self, text: str) -> dict[str, Any]:
+        return {"type": "output_text", "text": text, "annotations": []}
+
+    def item(self, text: str | None, status: str) -> dict[str, Any]:
+        content = [] if text is None else [self.part(text)]
+        return {"id": self.item_id, "type": "message", "role": "assistant", "status": status, "content": content}
+
+    def response(
+        self, status: str, text: str | None = None, usage: tuple[int, int] | None = None, error: Any = None
+    ) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "response",
+            "created_at": self.created,
+            "status": status,
+            "model": MODEL_ID,
+            "output": [] if text is None else [self.item(text, "completed")],
+            "parallel_tool_calls": False,
+            "tool_choice": "none",
+            "tools": [],
+            "error": error,
+            "incomplete_details": None,
+            "instructions": self.wanted.instructions,
+            "metadata": {"session_id": self.session_id},
+            "temperature": self.wanted.temperature,
+            "top_p": None,
+            "usage": None if usage is None else response_usage(*usage),
+        }
+
+
+class ResponseEventStream:
+    """OPENAI-006: `event: <type>` + `data: <event>` frames with a `sequence_number` from 0."""
+
+    def __init__(self, builder: ResponseBuilder) -> None:
+        self.builder = builder
+        self.sequence = 0
+        self.text: list[str] = []
+        self.ended = False
+
+    def event(self, kind: str, **fields: Any) -> str:
+        payload = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+    def _at(self) -> dict[str, Any]:
+        return {"item_id": self.builder.item_id, "output_index": 0, "content_index": 0}
+
+    def opening(self) -> str:
+        b = self.builder
+        return "".join(
+            [
+                self.event("response.created", response=b.response("in_progress")),
+                self.event("response.in_progress", response=b.response("in_progress")),
+                self.event("response.output_item.added", output_index=0, item=b.item(None, "in_progress")),
+                self.event("response.content_part.added", **self._at(), part=b.part("")),
+            ]
+        )
+
+    def feed(self, batch: list[dict[str, Any]], usage: Usage) -> str:
+        out: list[str] = []
+        for event in batch:
+            if self.ended:
+                break
+            kind = event["type"]
+            if kind == "content":
+                self.text.append(event["content"])
+                out.append(self.event("response.output_text.delta", **self._at(), delta=event["content"], logprobs=[]))
+            elif kind == "heartbeat":
+                out.append(HEARTBEAT_FRAME)
+            elif kind == "error":
+                failed = error_object(event)
+                error = {"code": "server_error", "message": failed["message"]}
+                out.append(self.event("response.failed", response=self.builder.response("failed", error=error)))
+                self.ended = True
+            elif kind == "done":
+                text, b = "".join(self.text), self.builder
+                out += [
+                    self.event("response.output_text.done", **self._at(), text=text, logprobs=[]),
+                    self.event("response.content_part.done", **self._at(), part=b.part(text)),
+                    self.event("response.output_item.done", output_index=0, item=b.item(text, "completed")),
+                    self.event("response.completed", response=b.response("completed", text, usage())),
+                ]
+                self.ended = True
+        return "".join(out)
+
+
+def add_responses_routes(router: APIRouter) -> None:
+    @router.post("/openai/v1/responses")
+    async def create_response(project_id: str, request: Request, caller: Authenticated) -> Any:
+        await opened_project(project_id, request, caller)
+        wanted, stream = responses_request(await json_value(request))
+        try:
+            channel_turn = await start_channel_turn(project_id, request, caller, wanted)
+        except ApiError as refused:
+            if wanted.must_exist and refused.code == "session_not_found":  # unknown, deleted or another user's
+                raise previous_response_not_found(None) from refused
+            raise
+        builder = ResponseBuilder(channel_turn, wanted)
+        if not stream:
+            events = await run_to_end(channel_turn)
+            if (failure := failure_of(events, channel_turn)) is not None:
+                raise failure
+            text = "".join(event["content"] for event in events if event["type"] == "content")
+            body = builder.response("completed", text, usage_of(channel_turn)())
+            return JSONResponse(body, headers=session_header(channel_turn))
+        translator = ResponseEventStream(builder)
+
+        async def frames() -> AsyncIterator[str]:
+            yield translator.opening()
+            async for batch in contract_events(channel_turn):
+                if text := translator.feed(batch, usage_of(channel_turn)):
+                    yield text
+
+        headers = {**SSE_HEADERS, **session_header(channel_turn)}
+        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
