@@ -6,7 +6,6 @@ route reads a `RunAgentInput` (AGUI-001) and starts the turn with the shared cor
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -20,17 +19,11 @@ from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_body, opened_project
 from reference_server.errors import ApiError, validation_failed
 
+from .sse import HEARTBEAT_FRAME, NO_BUFFERING, data_frame
 from .turns import ChannelTurn, TurnRequest, contract_events, start_channel_turn
-from .ui_stream import HEARTBEAT_FRAME, TurnOutcome, outcome_of
+from .ui_stream import TurnOutcome, outcome_of
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
-
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-def event_frame(event: dict[str, Any]) -> str:
-    """`data: <event>` and a blank line, LF only: the official client splits events on `\\n\\n` (AGUI-002)."""
-    return f"data: {json.dumps(event, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 def _new_id() -> str:
@@ -73,7 +66,7 @@ class AgUiStream:
         if self._started:
             return ""
         self._started = True
-        return event_frame({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
+        return data_frame({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
 
     def feed(self, batch: list[dict[str, Any]]) -> str:
         frames = [self.opening()]
@@ -83,7 +76,7 @@ class AgUiStream:
             if event["type"] == "heartbeat":
                 frames.append(HEARTBEAT_FRAME)
             else:
-                frames.extend(event_frame(e) for e in self.events(event))
+                frames.extend(data_frame(e) for e in self.events(event))
         return "".join(frames)
 
     def events(self, event: dict[str, Any]) -> list[dict[str, Any]]:
@@ -322,7 +315,7 @@ def build_ag_ui_router() -> APIRouter:
         await opened_project(project_id, request, caller)
         body: RunAgentInput = await json_body(request, RunAgentInput)
         channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
-        headers = {**SSE_HEADERS, "X-Copilot-Session-Id": channel_turn.session_id}
+        headers = {**NO_BUFFERING, "X-Copilot-Session-Id": channel_turn.session_id}
         return StreamingResponse(
             ag_ui_frames(channel_turn, body.run_id), media_type="text/event-stream", headers=headers
         )

@@ -8,7 +8,6 @@ call to execute (CHANNEL-006).
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -36,13 +35,11 @@ from .openai_common import (
     refuse_unknown_members,
     split_conversation,
 )
+from .sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame
 from .turns import ChannelTurn, TurnRequest, contract_events, run_to_end, session_header, start_channel_turn
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
 
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-HEARTBEAT_FRAME = ": heartbeat\n\n"  # an SSE comment: the `openai` client skips it (CHANNEL-007)
-DONE_FRAME = "data: [DONE]\n\n"
 # OPENAI-001: what a chat completion request may carry; `tools`, `functions` and `tool_choice` only empty / none /
 # auto (CHANNEL-006); `n` only 1.
 CHAT_MEMBERS = {"model", "messages", "stream", "stream_options", "temperature", "metadata", "user", "tools"}
@@ -108,10 +105,6 @@ def error_object(event: dict[str, Any]) -> dict[str, Any]:
     return {"message": event.get("error") or code, "type": error_type(502), "param": None, "code": code}
 
 
-def _frame(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
-
-
 class ChatCompletionStream:
     """OPENAI-002: a role chunk, a content chunk per contract `content`, a finish chunk, the usage chunk when asked,
     `[DONE]`; a contract `error` is an error frame then `[DONE]`, without a finish chunk (OPENAI-004)."""
@@ -133,7 +126,7 @@ class ChatCompletionStream:
         return chunk
 
     def opening(self) -> str:
-        return _frame(self.chunk({"role": "assistant", "content": ""}))
+        return data_frame(self.chunk({"role": "assistant", "content": ""}))
 
     def feed(self, batch: list[dict[str, Any]], usage: Usage) -> str:
         out: list[str] = []
@@ -142,16 +135,16 @@ class ChatCompletionStream:
                 break
             kind = event["type"]
             if kind == "content":
-                out.append(_frame(self.chunk({"content": event["content"]})))
+                out.append(data_frame(self.chunk({"content": event["content"]})))
             elif kind == "heartbeat":
                 out.append(HEARTBEAT_FRAME)
             elif kind == "error":
-                out += [_frame({"error": error_object(event)}), DONE_FRAME]
+                out += [data_frame({"error": error_object(event)}), DONE_FRAME]
                 self.ended = True
             elif kind == "done":
-                out.append(_frame(self.chunk({}, "stop")))  # an aborted turn ends the same way (OPENAI-002)
+                out.append(data_frame(self.chunk({}, "stop")))  # an aborted turn ends the same way (OPENAI-002)
                 if self.include_usage:
-                    out.append(_frame({**self.chunk({}), "choices": [], "usage": chat_usage(*usage())}))
+                    out.append(data_frame({**self.chunk({}), "choices": [], "usage": chat_usage(*usage())}))
                 out.append(DONE_FRAME)
                 self.ended = True
             # tool_call, tool_start, tool_end: the server's own work, not sent (CHANNEL-006)
@@ -197,7 +190,7 @@ def build_openai_router() -> APIRouter:
         wanted, options = chat_request(await json_value(request))
         channel_turn = await start_channel_turn(project_id, request, caller, wanted)
         completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-        headers = {**SSE_HEADERS, **session_header(channel_turn)}
+        headers = {**NO_BUFFERING, **session_header(channel_turn)}
         if not options.stream:
             events = await run_to_end(channel_turn)
             if (failure := failure_of(events, channel_turn)) is not None:

@@ -7,7 +7,6 @@ as one assistant message with one `output_text` part; the server's tools are its
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
@@ -21,7 +20,7 @@ from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
 from reference_server.errors import ApiError
 
-from .openai_chat import HEARTBEAT_FRAME, SSE_HEADERS, Usage, error_object, failure_of, usage_of
+from .openai_chat import Usage, error_object, failure_of, usage_of
 from .openai_common import (
     MODEL_ID,
     checked_boolean,
@@ -35,6 +34,7 @@ from .openai_common import (
     split_conversation,
     unsupported,
 )
+from .sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame
 from .turns import ChannelTurn, TurnRequest, contract_events, run_to_end, session_header, start_channel_turn
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
@@ -170,7 +170,7 @@ class ResponseEventStream:
     def event(self, kind: str, **fields: Any) -> str:
         payload = {"type": kind, "sequence_number": self.sequence, **fields}
         self.sequence += 1
-        return f"event: {kind}\ndata: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+        return event_frame(kind, payload)
 
     def _at(self) -> dict[str, Any]:
         return {"item_id": self.builder.item_id, "output_index": 0, "content_index": 0}
@@ -241,5 +241,5 @@ def add_responses_routes(router: APIRouter) -> None:
                 if text := translator.feed(batch, usage_of(channel_turn)):
                     yield text
 
-        headers = {**SSE_HEADERS, **session_header(channel_turn)}
+        headers = {**NO_BUFFERING, **session_header(channel_turn)}
         return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)

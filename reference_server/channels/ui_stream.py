@@ -28,6 +28,7 @@ from reference_server.chat.preconditions import (
 )
 from reference_server.errors import ApiError, validation_failed
 
+from .sse import DONE_FRAME, HEARTBEAT_FRAME, data_frame
 from .turns import ChannelTurn, TurnRequest, contract_events, start_channel_turn
 from .ui_messages import history_to_ui_messages
 
@@ -35,8 +36,6 @@ Authenticated = Annotated[Caller, Depends(authenticated)]
 
 # UI-002; the same values as the `ai` package's UI_MESSAGE_STREAM_HEADERS (ui-message-stream-headers.ts).
 UI_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "cache-control": "no-cache", "x-accel-buffering": "no"}
-HEARTBEAT_FRAME = ": heartbeat\n\n"  # an SSE comment, never a chunk (CHANNEL-007)
-DONE_FRAME = "data: [DONE]\n\n"
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,6 @@ def outcome_of(channel_turn: ChannelTurn) -> Callable[[], TurnOutcome]:
         return TurnOutcome(stats.input_tokens, stats.output_tokens, aborted=turn.stop_reason is not None)
 
     return outcome
-
-
-def data_frame(chunk: dict[str, Any]) -> str:
-    return f"data: {json.dumps(chunk, ensure_ascii=False, separators=(',', ':'))}\n\n"
 
 
 def _new_id() -> str:

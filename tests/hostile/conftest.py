@@ -244,15 +244,22 @@ def problems_of(response: httpx.Response, *, want_401: bool) -> list[str]:
             body = json.loads(response.content)
         except ValueError:
             body = None
+        openai_path = "/openai/v1/" in response.request.url.path
+        if openai_path and isinstance(body, dict) and set(body) == {"error"}:
+            body = body["error"]  # the OpenAI channel's error body (OPENAI-004), with the contract's code
         if not response.headers.get("content-type", "").startswith("application/json"):
             found.append(f"{status} is {response.headers.get('content-type')!r}, not application/json")
         if not (isinstance(body, dict) and isinstance(body.get("message"), str) and isinstance(body.get("code"), str)):
             found.append(f"{status} body is not {{message, code}}: {response.content[:200]!r}")
         elif status == 401 and not response.headers.get("www-authenticate", "").startswith("Bearer"):
             found.append("401 without WWW-Authenticate: Bearer")
-        elif status == 422 and not all(
-            isinstance(e, dict) and isinstance(e.get("loc"), list) and {"msg", "type"} <= set(e)
-            for e in (body.get("details") or {}).get("errors", [None])
+        elif (
+            status == 422
+            and not openai_path
+            and not all(
+                isinstance(e, dict) and isinstance(e.get("loc"), list) and {"msg", "type"} <= set(e)
+                for e in (body.get("details") or {}).get("errors", [None])
+            )
         ):
             found.append(f"422 without details.errors of (loc, msg, type): {body}")
     return [f"{response.request.method} {response.request.url.raw_path.decode()[:160]}: {p}" for p in found]
