@@ -7,7 +7,7 @@ route reads a `RunAgentInput` (AGUI-001) and starts the turn with the shared cor
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -19,8 +19,8 @@ from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_body, opened_project
 from reference_server.errors import ApiError, validation_failed
 
-from .sse import HEARTBEAT_FRAME, NO_BUFFERING, data_frame
-from .turns import ChannelTurn, TurnRequest, contract_events, start_channel_turn
+from .sse import HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
+from .turns import TurnRequest, start_channel_turn
 from .ui_stream import TurnOutcome, outcome_of
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
@@ -296,17 +296,6 @@ def turn_request(body: RunAgentInput) -> TurnRequest:
     )
 
 
-def ag_ui_frames(channel_turn: ChannelTurn, run_id: str) -> AsyncIterator[str]:
-    stream = AgUiStream(thread_id=channel_turn.session_id, run_id=run_id, outcome=outcome_of(channel_turn))
-
-    async def frames() -> AsyncIterator[str]:
-        yield stream.opening()  # RUN_STARTED first, at once (AGUI-002)
-        async for batch in contract_events(channel_turn):
-            yield stream.feed(batch)
-
-    return frames()
-
-
 def build_ag_ui_router() -> APIRouter:
     router = APIRouter()
 
@@ -315,9 +304,7 @@ def build_ag_ui_router() -> APIRouter:
         await opened_project(project_id, request, caller)
         body: RunAgentInput = await json_body(request, RunAgentInput)
         channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
-        headers = {**NO_BUFFERING, "X-Copilot-Session-Id": channel_turn.session_id}
-        return StreamingResponse(
-            ag_ui_frames(channel_turn, body.run_id), media_type="text/event-stream", headers=headers
-        )
+        stream = AgUiStream(thread_id=channel_turn.session_id, run_id=body.run_id, outcome=outcome_of(channel_turn))
+        return stream_response(channel_turn, stream, NO_BUFFERING)  # RUN_STARTED first, at once (AGUI-002)
 
     return router

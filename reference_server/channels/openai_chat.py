@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
@@ -35,8 +35,8 @@ from .openai_common import (
     refuse_unknown_members,
     split_conversation,
 )
-from .sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame
-from .turns import ChannelTurn, TurnRequest, contract_events, run_to_end, session_header, start_channel_turn
+from .sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
+from .turns import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
 
@@ -109,8 +109,9 @@ class ChatCompletionStream:
     """OPENAI-002: a role chunk, a content chunk per contract `content`, a finish chunk, the usage chunk when asked,
     `[DONE]`; a contract `error` is an error frame then `[DONE]`, without a finish chunk (OPENAI-004)."""
 
-    def __init__(self, completion_id: str, created: int, include_usage: bool) -> None:
+    def __init__(self, completion_id: str, created: int, include_usage: bool, usage: Usage) -> None:
         self.completion_id, self.created, self.include_usage = completion_id, created, include_usage
+        self.usage = usage
         self.ended = False
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -128,7 +129,7 @@ class ChatCompletionStream:
     def opening(self) -> str:
         return data_frame(self.chunk({"role": "assistant", "content": ""}))
 
-    def feed(self, batch: list[dict[str, Any]], usage: Usage) -> str:
+    def feed(self, batch: list[dict[str, Any]]) -> str:
         out: list[str] = []
         for event in batch:
             if self.ended:
@@ -144,7 +145,7 @@ class ChatCompletionStream:
             elif kind == "done":
                 out.append(data_frame(self.chunk({}, "stop")))  # an aborted turn ends the same way (OPENAI-002)
                 if self.include_usage:
-                    out.append(data_frame({**self.chunk({}), "choices": [], "usage": chat_usage(*usage())}))
+                    out.append(data_frame({**self.chunk({}), "choices": [], "usage": chat_usage(*self.usage())}))
                 out.append(DONE_FRAME)
                 self.ended = True
             # tool_call, tool_start, tool_end: the server's own work, not sent (CHANNEL-006)
@@ -190,7 +191,6 @@ def build_openai_router() -> APIRouter:
         wanted, options = chat_request(await json_value(request))
         channel_turn = await start_channel_turn(project_id, request, caller, wanted)
         completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-        headers = {**NO_BUFFERING, **session_header(channel_turn)}
         if not options.stream:
             events = await run_to_end(channel_turn)
             if (failure := failure_of(events, channel_turn)) is not None:
@@ -198,15 +198,8 @@ def build_openai_router() -> APIRouter:
             text = "".join(event["content"] for event in events if event["type"] == "content")
             body = completion_object(completion_id, created, text, usage_of(channel_turn)())
             return JSONResponse(body, headers=session_header(channel_turn))
-        translator = ChatCompletionStream(completion_id, created, options.include_usage)
-
-        async def frames() -> AsyncIterator[str]:
-            yield translator.opening()
-            async for batch in contract_events(channel_turn):
-                if text := translator.feed(batch, usage_of(channel_turn)):
-                    yield text
-
-        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
+        translator = ChatCompletionStream(completion_id, created, options.include_usage, usage_of(channel_turn))
+        return stream_response(channel_turn, translator, NO_BUFFERING)
 
     @router.get("/openai/v1/models")
     async def list_models(project_id: str, request: Request, caller: Authenticated) -> dict[str, Any]:

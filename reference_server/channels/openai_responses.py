@@ -10,11 +10,10 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
@@ -34,8 +33,8 @@ from .openai_common import (
     split_conversation,
     unsupported,
 )
-from .sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame
-from .turns import ChannelTurn, TurnRequest, contract_events, run_to_end, session_header, start_channel_turn
+from .sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame, stream_response
+from .turns import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
 
@@ -161,8 +160,8 @@ class ResponseBuilder:
 class ResponseEventStream:
     """OPENAI-006: `event: <type>` + `data: <event>` frames with a `sequence_number` from 0."""
 
-    def __init__(self, builder: ResponseBuilder) -> None:
-        self.builder = builder
+    def __init__(self, builder: ResponseBuilder, usage: Usage) -> None:
+        self.builder, self.usage = builder, usage
         self.sequence = 0
         self.text: list[str] = []
         self.ended = False
@@ -186,7 +185,7 @@ class ResponseEventStream:
             ]
         )
 
-    def feed(self, batch: list[dict[str, Any]], usage: Usage) -> str:
+    def feed(self, batch: list[dict[str, Any]]) -> str:
         out: list[str] = []
         for event in batch:
             if self.ended:
@@ -208,7 +207,7 @@ class ResponseEventStream:
                     self.event("response.output_text.done", **self._at(), text=text, logprobs=[]),
                     self.event("response.content_part.done", **self._at(), part=b.part(text)),
                     self.event("response.output_item.done", output_index=0, item=b.item(text, "completed")),
-                    self.event("response.completed", response=b.response("completed", text, usage())),
+                    self.event("response.completed", response=b.response("completed", text, self.usage())),
                 ]
                 self.ended = True
         return "".join(out)
@@ -233,13 +232,4 @@ def add_responses_routes(router: APIRouter) -> None:
             text = "".join(event["content"] for event in events if event["type"] == "content")
             body = builder.response("completed", text, usage_of(channel_turn)())
             return JSONResponse(body, headers=session_header(channel_turn))
-        translator = ResponseEventStream(builder)
-
-        async def frames() -> AsyncIterator[str]:
-            yield translator.opening()
-            async for batch in contract_events(channel_turn):
-                if text := translator.feed(batch, usage_of(channel_turn)):
-                    yield text
-
-        headers = {**NO_BUFFERING, **session_header(channel_turn)}
-        return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)
+        return stream_response(channel_turn, ResponseEventStream(builder, usage_of(channel_turn)), NO_BUFFERING)

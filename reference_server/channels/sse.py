@@ -4,7 +4,12 @@ comments as heartbeats (CHANNEL-007), and the headers that keep proxies from buf
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from fastapi.responses import StreamingResponse
+
+from .turns import ChannelTurn, contract_events, session_header
 
 NO_BUFFERING = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 HEARTBEAT_FRAME = ": heartbeat\n\n"  # an SSE comment: every protocol's real client skips it, none sees a message
@@ -18,3 +23,24 @@ def data_frame(payload: dict[str, Any]) -> str:
 def event_frame(kind: str, payload: dict[str, Any]) -> str:
     """A frame with an `event:` line, as OpenAI's Responses stream writes them."""
     return f"event: {kind}\n{data_frame(payload)}"
+
+
+class Translator(Protocol):
+    """A channel's translation of one turn: its first frames at once, then the frames of each batch of events."""
+
+    def opening(self) -> str: ...
+
+    def feed(self, batch: list[dict[str, Any]]) -> str: ...
+
+
+def stream_response(channel_turn: ChannelTurn, translator: Translator, headers: dict[str, str]) -> StreamingResponse:
+    """The turn as a `text/event-stream` answer; its session in the header every channel sends (OPENAI-002)."""
+
+    async def frames() -> AsyncIterator[str]:
+        yield translator.opening()  # at once: the client shows the answer before the first token
+        async for batch in contract_events(channel_turn):
+            if text := translator.feed(batch):
+                yield text
+
+    headers = {**headers, **session_header(channel_turn)}
+    return StreamingResponse(frames(), media_type="text/event-stream", headers=headers)

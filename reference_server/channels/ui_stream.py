@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -28,8 +28,8 @@ from reference_server.chat.preconditions import (
 )
 from reference_server.errors import ApiError, validation_failed
 
-from .sse import DONE_FRAME, HEARTBEAT_FRAME, data_frame
-from .turns import ChannelTurn, TurnRequest, contract_events, start_channel_turn
+from .sse import DONE_FRAME, HEARTBEAT_FRAME, data_frame, stream_response
+from .turns import ChannelTurn, TurnRequest, start_channel_turn
 from .ui_messages import history_to_ui_messages
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
@@ -330,17 +330,6 @@ def turn_request(body: UiChatRequest) -> TurnRequest:
     )
 
 
-def ui_frames(channel_turn: ChannelTurn) -> AsyncIterator[str]:
-    stream = UiMessageStream(session_id=channel_turn.session_id, outcome=outcome_of(channel_turn))
-
-    async def frames() -> AsyncIterator[str]:
-        yield stream.opening()  # at once: the client shows the answer's message before the first token
-        async for batch in contract_events(channel_turn):
-            yield stream.feed(batch)
-
-    return frames()
-
-
 def build_ui_router() -> APIRouter:
     router = APIRouter()
 
@@ -349,8 +338,8 @@ def build_ui_router() -> APIRouter:
         await opened_project(project_id, request, caller)
         body: UiChatRequest = await json_body(request, UiChatRequest)
         channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
-        headers = {**UI_STREAM_HEADERS, "X-Copilot-Session-Id": channel_turn.session_id}
-        return StreamingResponse(ui_frames(channel_turn), media_type="text/event-stream", headers=headers)
+        stream = UiMessageStream(session_id=channel_turn.session_id, outcome=outcome_of(channel_turn))
+        return stream_response(channel_turn, stream, UI_STREAM_HEADERS)
 
     @router.get("/ui/{session_id}/messages")
     async def ui_messages(project_id: str, session_id: str, request: Request, caller: Authenticated) -> list[dict]:
