@@ -34,6 +34,7 @@ from .openai_common import (
     refuse_client_tools,
     refuse_unknown_members,
     split_conversation,
+    unsupported,
 )
 from .sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
 from .turns import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
@@ -61,17 +62,20 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
     refuse_unknown_members(body, CHAT_MEMBERS)
     checked_model(body)
     refuse_client_tools(body)
-    if body.get("n") not in (None, 1):
-        raise invalid("n", "only one choice ('n': 1) is generated")
+    if body.get("n") not in (None, 1):  # one choice, the turn's; `n: 1` asks for nothing else
+        raise unsupported("n")
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise invalid("messages", "'messages' must be a list of messages")
     message, instructions, earlier = split_conversation(messages, "messages", ("text",))
     stream = checked_boolean(body, "stream", False)
     options = body.get("stream_options")
-    if options is not None and (not isinstance(options, dict) or set(options) - {"include_usage"}):
-        raise invalid("stream_options", "'stream_options' takes only 'include_usage'")
-    include_usage = checked_boolean(options or {}, "include_usage", False)
+    if options is not None and not isinstance(options, dict):
+        raise invalid("stream_options", "'stream_options' must be an object")
+    for name, value in (options or {}).items():
+        if name != "include_usage" and value is not None:  # e.g. include_obfuscation: refused by name
+            raise unsupported(f"stream_options.{name}")
+    include_usage = checked_boolean(options or {}, "include_usage", False, "stream_options.include_usage")
     checked_user(body)
     wanted = TurnRequest(
         session_id=checked_metadata(body).get("session_id"),
@@ -171,13 +175,18 @@ def completion_object(completion_id: str, created: int, text: str, usage: tuple[
     }
 
 
+# The `openai` client re-sends a request answered 408, 409, 429 or 5xx (twice by default) unless the answer says
+# `x-should-retry: false`: a failed turn ran and is kept, so re-sending it would run it again in the session.
+NO_RETRY = {"x-should-retry": "false"}
+
+
 def failure_of(events: list[dict[str, Any]], channel_turn: ChannelTurn) -> ApiError | None:
     """A turn that failed, answered after the fact: 502 with the contract error's code (OPENAI-003)."""
     failed = next((event for event in events if event["type"] == "error"), None)
     if failed is None:
         return None
     error = error_object(failed)
-    return ApiError(502, error["code"], error["message"], headers=session_header(channel_turn))
+    return ApiError(502, error["code"], error["message"], headers={**session_header(channel_turn), **NO_RETRY})
 
 
 def build_openai_router() -> APIRouter:

@@ -120,12 +120,12 @@ def checked_temperature(body: dict[str, Any]) -> float | None:
     return float(value)
 
 
-def checked_boolean(body: dict[str, Any], name: str, default: bool) -> bool:
+def checked_boolean(body: dict[str, Any], name: str, default: bool, param: str | None = None) -> bool:
     value = body.get(name)
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise invalid(name, f"'{name}' must be a boolean")
+        raise invalid(param or name, f"'{param or name}' must be a boolean")
     return value
 
 

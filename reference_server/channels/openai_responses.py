@@ -1,20 +1,25 @@
 """OpenAI Responses over the copilot's turn, the text subset (spec/behaviour.md: OPENAI-005, OPENAI-006).
 
 A Response's id names its session and turn (`resp_<session id in hex>_<turn's user message id>`), so that
-`previous_response_id` continues the session without any state kept for responses. Only the turn's text is sent,
+`previous_response_id` continues the session without any state kept for responses: the id is an earlier response
+of the caller when its session is the caller's (the core's ownership check) and holds its turn's user message
+(so that an id of a deleted session does not continue a new session of the same id). Only the turn's text is sent,
 as one assistant message with one `output_text` part; the server's tools are its own work (CHANNEL-006).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
+from reference_server.agent.service import AgentService
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
 from reference_server.errors import ApiError
@@ -43,18 +48,41 @@ RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "
 RESPONSE_MEMBERS |= {"store", "user", "tools", "tool_choice"}
 INPUT_PART_TYPES = ("input_text", "output_text", "text")
 _RESPONSE_ID = re.compile(r"resp_(?P<session>(?:[0-9a-f]{2}){1,128})_(?P<turn>[0-9a-f]{32})")
+_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # SESSION-003
 
 
 def response_id(session_id: str, user_message_id: str) -> str:
     return f"resp_{session_id.encode().hex()}_{uuid.UUID(user_message_id).hex}"
 
 
-def session_of_response(value: Any) -> str:
-    """The session a previous response belongs to; 404 `previous_response_not_found` for anything else."""
+@dataclass(frozen=True)
+class PreviousResponse:
+    session_id: str
+    user_message_id: str  # the turn that made the response
+
+
+def previous_response(value: Any) -> PreviousResponse:
+    """The session and turn a previous response id names; 404 `previous_response_not_found` for anything that is
+    not a response id of this server (never a 422 about a session id nobody sent)."""
     match = _RESPONSE_ID.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise previous_response_not_found(value)
-    return bytes.fromhex(match["session"]).decode("ascii", errors="replace")
+    session_id = bytes.fromhex(match["session"]).decode("latin-1")
+    if not _SESSION_ID.fullmatch(session_id):
+        raise previous_response_not_found(value)
+    return PreviousResponse(session_id, str(uuid.UUID(match["turn"])))
+
+
+async def check_previous_turn(service: AgentService, caller: Caller, previous: PreviousResponse) -> None:
+    """The caller's session must still hold the response's turn; a session that is missing or another user's is
+    left to the core, whose `session_not_found` is answered `previous_response_not_found` too, and so is a busy one
+    (409 `session_busy`: its running turn may not be kept yet)."""
+    session = await service.repo.get(previous.session_id)
+    if session is None or session.user_id != caller.user.user_id or service.is_busy(previous.session_id):
+        return
+    history = await service.history(session, limit=sys.maxsize)
+    if all(message.id != previous.user_message_id for message in history.messages):
+        raise previous_response_not_found(None)
 
 
 def previous_response_not_found(value: Any) -> ApiError:
@@ -67,7 +95,7 @@ def previous_response_not_found(value: Any) -> ApiError:
     )
 
 
-def responses_request(body: Any) -> tuple[TurnRequest, bool]:
+def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | None]:
     if not isinstance(body, dict):
         raise invalid("body", "the body must be a JSON object")
     refuse_unknown_members(body, RESPONSE_MEMBERS)
@@ -89,8 +117,9 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool]:
     instructions = "\n\n".join(part for part in (extra, instructions) if part) or None
     checked_user(body)
     named = checked_metadata(body).get("session_id")
-    previous = body.get("previous_response_id")
-    continued = session_of_response(previous) if previous is not None else None
+    given_previous = body.get("previous_response_id")
+    previous = previous_response(given_previous) if given_previous is not None else None
+    continued = previous.session_id if previous is not None else None
     if named is not None and continued is not None and named != continued:
         raise invalid("metadata", "'metadata.session_id' and 'previous_response_id' name two different sessions")
     wanted = TurnRequest(
@@ -103,7 +132,7 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool]:
         message_loc=loc,
         session_loc=("body", "metadata", "session_id"),
     )
-    return wanted, checked_boolean(body, "stream", False)
+    return wanted, checked_boolean(body, "stream", False), previous
 
 
 def response_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
@@ -216,8 +245,10 @@ class ResponseEventStream:
 def add_responses_routes(router: APIRouter) -> None:
     @router.post("/openai/v1/responses")
     async def create_response(project_id: str, request: Request, caller: Authenticated) -> Any:
-        await opened_project(project_id, request, caller)
-        wanted, stream = responses_request(await json_value(request))
+        service = await opened_project(project_id, request, caller)
+        wanted, stream, previous = responses_request(await json_value(request))
+        if previous is not None:
+            await check_previous_turn(service, caller, previous)
         try:
             channel_turn = await start_channel_turn(project_id, request, caller, wanted)
         except ApiError as refused:

@@ -1,19 +1,40 @@
-"""The OpenAI channel with the real `openai` Python client over a socket (OPENAI-001..007): streamed and
-non-streamed chat completions, Responses, the model list, and every refusal as the client's own exception."""
+"""The OpenAI channel (OPENAI-001..007): first its pure parts (the translators of contract events into chunks and
+Response events, the request readers, the response ids, the error body), judged against the `openai` package's
+own models and the official schemas; then the real `openai` Python client over a socket against one live server:
+streamed and non-streamed chat completions, Responses, the model list, and every refusal as the client's own
+exception."""
 
 from __future__ import annotations
 
+import json
+import time
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 import openai
 import pytest
+from jsonschema import Draft202012Validator
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
 
+from reference_server.channels.openai_chat import ChatCompletionStream, chat_request, completion_object
+from reference_server.channels.openai_common import render_openai_error
+from reference_server.channels.openai_responses import (
+    ResponseBuilder,
+    ResponseEventStream,
+    previous_response,
+    response_id,
+    responses_request,
+)
+from reference_server.channels.turns import TurnRequest
+from reference_server.errors import ApiError
 from reference_server.settings import Settings
 from tests.reference_server.conftest import in_process_lab
 
 from .conftest import LiveLab, content_of
-from .official_schemas import errors
+from .official_schemas import ROOT, errors
 
 MODEL = "gns3-copilot"
 
@@ -30,6 +51,373 @@ def ask(text: str) -> list[dict[str, Any]]:
 def tokens(live: LiveLab, session_id: str) -> tuple[int, int]:
     session = live.sessions().get(session_id)
     return (session["input_tokens"], session["output_tokens"]) if session else (0, 0)
+
+
+# --- the pure parts: translators, request readers, response ids, error body --------------------------------------
+
+SESSION = "sess-1"
+STREAM_EVENTS = TypeAdapter(ResponseStreamEvent)
+ERROR_BODY = Draft202012Validator(json.loads((ROOT / "spec/channels/openai-error.json").read_text(encoding="utf-8")))
+
+
+def event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "session_id": SESSION, **fields}
+
+
+TOOL_EVENTS = [
+    event("tool_call", tool_name="get_topology", tool_call_id="c1", tool_input={}),
+    event("tool_start", tool_name="get_topology", tool_call_id="c1", tool_input={}),
+    event("tool_end", tool_name="get_topology", tool_call_id="c1", tool_output="R1, R2"),
+]
+
+
+def frames(text: str) -> list[str]:
+    """SSE frames, each without its blank line; the text must end on a frame boundary."""
+    assert text.endswith("\n\n"), text
+    return text[:-2].split("\n\n")
+
+
+def chat_frames(include_usage: bool, batches: list[list[dict[str, Any]]]) -> list[str]:
+    stream = ChatCompletionStream("chatcmpl-1", 1767225600, include_usage, lambda: (120, 30))
+    return frames(stream.opening() + "".join(stream.feed(batch) for batch in batches))
+
+
+def chunks_of(frame_list: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(frame[6:]) for frame in frame_list if frame.startswith("data: {")]
+
+
+def valid_chunk(chunk: dict[str, Any]) -> bool:
+    ChatCompletionChunk.model_validate(chunk)  # the openai package's own model (raises when invalid)
+    return errors("openai_chat_completion_chunk", chunk) == []
+
+
+@pytest.mark.covers("OPENAI-002", "CHANNEL-007", "CHANNEL-008", "CHANNEL-006")
+@pytest.mark.parametrize("include_usage", [True, False])
+def test_the_chat_translator_sends_text_heartbeats_finish_usage_and_done(include_usage: bool):
+    sent = chat_frames(
+        include_usage,
+        [
+            [event("content", content="The topology ")],
+            [event("heartbeat")],
+            TOOL_EVENTS,
+            [event("content", content="has two routers.")],
+            [event("done")],
+        ],
+    )
+    assert sent[2] == ": heartbeat" and sent[-1] == "data: [DONE]"
+    chunks = chunks_of(sent)
+    assert all(valid_chunk(chunk) for chunk in chunks)
+    assert len({(c["id"], c["object"], c["created"], c["model"]) for c in chunks}) == 1
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert deltas == [
+        {"role": "assistant", "content": ""},
+        {"content": "The topology "},
+        {"content": "has two routers."},
+        {},
+    ]
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]] == [None, None, None, "stop"]
+    assert "get_topology" not in "".join(sent)  # the server's tools are never handed to the client
+    if include_usage:
+        assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {
+            "prompt_tokens": 120,
+            "completion_tokens": 30,
+            "total_tokens": 150,
+        }
+        assert all("usage" in c and c["usage"] is None for c in chunks[:-1])
+    else:
+        assert all("usage" not in c for c in chunks) and len(chunks) == 4
+
+
+@pytest.mark.covers("OPENAI-004", "CHANNEL-010")
+def test_an_in_stream_error_is_an_error_frame_then_done_without_a_finish_chunk():
+    sent = chat_frames(
+        True,
+        [
+            [event("content", content="Partial")],
+            [event("error", error="LLM unreachable", code="llm_error"), event("done")],
+            [event("heartbeat")],
+        ],
+    )
+    assert sent[-1] == "data: [DONE]" and sent.count("data: [DONE]") == 1  # nothing after [DONE], not even the done
+    body = json.loads(sent[-2][6:])
+    assert body == {"error": {"message": "LLM unreachable", "type": "server_error", "param": None, "code": "llm_error"}}
+    assert list(ERROR_BODY.iter_errors(body)) == []
+    chunks = [c for c in chunks_of(sent) if "error" not in c]
+    assert all(valid_chunk(c) for c in chunks) and all(c["choices"][0]["finish_reason"] is None for c in chunks)
+
+
+@pytest.mark.covers("OPENAI-003", "CHANNEL-008")
+def test_the_non_streamed_completion_is_a_valid_chat_completion():
+    body = completion_object("chatcmpl-1", 1767225600, "The lab looks healthy.", (50, 8))
+    ChatCompletion.model_validate(body)
+    assert errors("openai_chat_completion", body) == []
+    assert body["choices"][0]["message"]["content"] == "The lab looks healthy." and body["usage"]["total_tokens"] == 58
+
+
+def response_frames(batches: list[list[dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    channel_turn = SimpleNamespace(session_id="lab:1.a-b", user_message_id=str(uuid.uuid4()))
+    wanted = TurnRequest(session_id=None, message="x", temperature=0.5, instructions="Be brief.")
+    stream = ResponseEventStream(ResponseBuilder(channel_turn, wanted), lambda: (120, 30))
+    out = []
+    for frame in frames(stream.opening() + "".join(stream.feed(batch) for batch in batches)):
+        if frame == ": heartbeat":
+            out.append(("heartbeat", {}))
+            continue
+        kind_line, data_line = frame.split("\n")
+        assert kind_line.startswith("event: ") and data_line.startswith("data: ")
+        payload = json.loads(data_line[6:])
+        assert kind_line[7:] == payload["type"]  # the `event:` line names the event's type
+        STREAM_EVENTS.validate_python(payload)  # the openai package's own union of stream events
+        assert errors("openai_response_stream_event", payload) == [], payload["type"]
+        out.append((payload["type"], payload))
+    return out
+
+
+@pytest.mark.covers("OPENAI-006", "OPENAI-005", "CHANNEL-007", "CHANNEL-008", "CHANNEL-006")
+def test_the_responses_translator_sends_the_lifecycle_with_sequence_numbers():
+    sent = response_frames(
+        [
+            [event("content", content="Two ")],
+            [event("heartbeat")],
+            TOOL_EVENTS,
+            [event("content", content="routers.")],
+            [event("done")],
+        ]
+    )
+    kinds = [kind for kind, _ in sent]
+    assert kinds == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "heartbeat",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    payloads = [payload for kind, payload in sent if kind != "heartbeat"]
+    assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
+    completed = payloads[-1]["response"]
+    Response.model_validate(completed)
+    assert errors("openai_response", completed) == []
+    assert completed["output"][0]["content"][0]["text"] == "Two routers." == payloads[-4]["text"]
+    assert completed["usage"]["input_tokens"] == 120 and completed["usage"]["total_tokens"] == 150
+    assert completed["metadata"] == {"session_id": "lab:1.a-b"}
+    assert previous_response(completed["id"]).session_id == "lab:1.a-b"
+    assert len({p["response"]["id"] for p in payloads if "response" in p}) == 1
+
+
+@pytest.mark.covers("OPENAI-006", "CHANNEL-010")
+def test_a_failed_response_ends_with_response_failed_and_its_message():
+    sent = response_frames(
+        [[event("content", content="Part")], [event("error", error="LLM unreachable", code="llm_error"), event("done")]]
+    )
+    assert [kind for kind, _ in sent][-2:] == ["response.output_text.delta", "response.failed"]
+    failed = sent[-1][1]["response"]
+    assert failed["status"] == "failed" and failed["error"]["message"] == "LLM unreachable"
+
+
+@pytest.mark.covers("OPENAI-005")
+@pytest.mark.parametrize("session_id", ["a", "0b0c2a5e-4a8e-4e55-9f0e-6a3f61f3d7a1", "lab:1.x_y-z", "Z" * 128])
+def test_a_response_id_names_its_session_and_turn(session_id: str):
+    turn = str(uuid.uuid4())
+    made = response_id(session_id, turn)
+    assert made.startswith("resp_") and made.replace("_", "").isalnum()  # safe in any URL or header
+    decoded = previous_response(made)
+    assert (decoded.session_id, decoded.user_message_id) == (session_id, turn)
+
+
+@pytest.mark.covers("OPENAI-005")
+@pytest.mark.parametrize(
+    "given",
+    [
+        "resp_nope",
+        f"resp_{'zz'}_{uuid.uuid4().hex}",
+        f"resp_{b'bad id!'.hex()}_{uuid.uuid4().hex}",  # decodes to a session id SESSION-003 refuses
+        f"resp_{'ff'}_{uuid.uuid4().hex}",  # not text
+        f"resp_{('a' * 129).encode().hex()}_{uuid.uuid4().hex}",
+        f"resp_{b'a'.hex()}_{uuid.uuid4().hex.upper()}",
+        f"chatcmpl-{uuid.uuid4().hex}",
+        42,
+        "",
+    ],
+)
+def test_anything_but_a_response_id_is_previous_response_not_found(given: Any):
+    with pytest.raises(ApiError) as refused:
+        previous_response(given)
+    assert (refused.value.status, refused.value.code) == (404, "previous_response_not_found")
+    assert render_openai_error(refused.value)["error"]["param"] == "previous_response_id"
+
+
+def user(text: Any) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+CHAT = {"model": "gns3-copilot", "messages": [user("hi")]}
+
+
+def refusal(read, body: Any) -> tuple[int, str, str | None]:
+    with pytest.raises(ApiError) as refused:
+        read(body)
+    error = render_openai_error(refused.value)["error"]
+    return refused.value.status, error["code"], error["param"]
+
+
+@pytest.mark.covers("OPENAI-001", "CHANNEL-004", "CHANNEL-006", "OPENAI-004")
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({**CHAT, "model": "gpt-4o"}, (404, "model_not_found", "model")),
+        ({"messages": [user("hi")]}, (422, "validation_error", "model")),
+        ({**CHAT, "response_format": {"type": "json_object"}}, (422, "unsupported_field", "response_format")),
+        ({**CHAT, "max_tokens": 10}, (422, "unsupported_field", "max_tokens")),
+        ({**CHAT, "n": 2}, (422, "unsupported_field", "n")),
+        (
+            {**CHAT, "stream_options": {"include_obfuscation": False}},
+            (422, "unsupported_field", "stream_options.include_obfuscation"),
+        ),
+        (
+            {**CHAT, "tools": [{"type": "function", "function": {"name": "f"}}]},
+            (422, "client_tools_not_supported", "tools"),
+        ),
+        ({**CHAT, "functions": [{"name": "f"}]}, (422, "client_tools_not_supported", "functions")),
+        ({**CHAT, "tool_choice": "required"}, (422, "unsupported_field", "tool_choice")),
+        ({**CHAT, "messages": []}, (422, "validation_error", "messages")),
+        ({**CHAT, "messages": [{"role": "assistant", "content": "x"}]}, (422, "validation_error", "messages")),
+        ({**CHAT, "messages": [user("hi"), {"role": "system", "content": "x"}]}, (422, "validation_error", "messages")),
+        (
+            {**CHAT, "messages": [user([{"type": "image_url", "image_url": {"url": "x"}}])]},
+            (422, "validation_error", "messages[0].content[0]"),
+        ),
+        ({**CHAT, "messages": [user(None)]}, (422, "validation_error", "messages[0].content")),
+        ({**CHAT, "messages": [{"role": "robot", "content": "x"}]}, (422, "validation_error", "messages[0]")),
+        ({**CHAT, "metadata": {"session_id": 7}}, (422, "validation_error", "metadata")),
+        ({**CHAT, "temperature": "hot"}, (422, "validation_error", "temperature")),
+        ({**CHAT, "stream": "yes"}, (422, "validation_error", "stream")),
+        ({**CHAT, "stream_options": {"include_usage": 1}}, (422, "validation_error", "stream_options.include_usage")),
+        ([CHAT], (422, "validation_error", "body")),
+    ],
+)
+def test_a_chat_request_is_refused_by_name(body: Any, expected: tuple[int, str, str | None]):
+    assert refusal(chat_request, body) == expected
+
+
+@pytest.mark.covers("OPENAI-001", "CHANNEL-004")
+def test_a_chat_request_becomes_a_turn_request():
+    body = {
+        **CHAT,
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            user("earlier"),
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]},
+            {"role": "tool", "content": "out", "tool_call_id": "c"},
+            {"role": "developer", "content": [{"type": "text", "text": "In French."}]},
+            user([{"type": "text", "text": "Show "}, {"type": "text", "text": "R1"}]),
+        ],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0,
+        "metadata": {"session_id": "s-1", "tag": "x"},
+        "user": "alice",
+        "tools": [],
+        "tool_choice": "auto",
+        "n": 1,
+        "frequency_penalty": None,  # null members are no request at all
+    }
+    wanted, options = chat_request(body)
+    assert wanted == TurnRequest(
+        session_id="s-1",
+        message="Show R1",
+        temperature=0.0,
+        instructions="Be brief.\n\nIn French.",
+        carries_history=True,
+        message_loc=("body", "messages", 5, "content"),
+        session_loc=("body", "metadata", "session_id"),
+    )
+    assert (options.stream, options.include_usage) == (True, True)
+    only, options = chat_request(CHAT)
+    assert (only.session_id, only.carries_history, only.instructions, options.stream) == (None, False, None, False)
+
+
+RESPONSES = {"model": "gns3-copilot", "input": "hi"}
+A_RESPONSE = response_id("s-1", str(uuid.uuid4()))
+
+
+@pytest.mark.covers("OPENAI-005", "CHANNEL-004", "CHANNEL-006")
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({**RESPONSES, "model": "gpt-4o"}, (404, "model_not_found", "model")),
+        ({**RESPONSES, "store": True}, (422, "unsupported_field", "store")),
+        ({**RESPONSES, "reasoning": {"effort": "low"}}, (422, "unsupported_field", "reasoning")),
+        ({**RESPONSES, "tools": [{"type": "web_search"}]}, (422, "client_tools_not_supported", "tools")),
+        ({**RESPONSES, "input": 3}, (422, "validation_error", "input")),
+        ({**RESPONSES, "input": [{"role": "assistant", "content": "x"}]}, (422, "validation_error", "input")),
+        (
+            {**RESPONSES, "input": [{"type": "function_call_output", "role": "user", "call_id": "c", "output": "x"}]},
+            (422, "unsupported_field", "input[0].type"),
+        ),
+        (
+            {**RESPONSES, "input": [user([{"type": "input_image", "image_url": "x"}])]},
+            (422, "validation_error", "input[0].content[0]"),
+        ),
+        ({**RESPONSES, "instructions": 1}, (422, "validation_error", "instructions")),
+        ({**RESPONSES, "previous_response_id": "resp_x"}, (404, "previous_response_not_found", "previous_response_id")),
+        (
+            {**RESPONSES, "previous_response_id": A_RESPONSE, "metadata": {"session_id": "s-2"}},
+            (422, "validation_error", "metadata"),
+        ),
+    ],
+)
+def test_a_responses_request_is_refused_by_name(body: Any, expected: tuple[int, str, str | None]):
+    assert refusal(responses_request, body) == expected
+
+
+@pytest.mark.covers("OPENAI-005", "CHANNEL-004")
+def test_a_responses_request_becomes_a_turn_request():
+    body = {
+        **RESPONSES,
+        "instructions": "Be brief.",
+        "input": [{"role": "developer", "content": "In French."}, user([{"type": "input_text", "text": "Show R1"}])],
+        "previous_response_id": A_RESPONSE,
+        "metadata": {"session_id": "s-1"},
+        "store": False,
+        "stream": True,
+        "user": "alice",
+    }
+    wanted, stream, previous = responses_request(body)
+    assert (wanted.session_id, wanted.message, wanted.instructions) == ("s-1", "Show R1", "Be brief.\n\nIn French.")
+    assert wanted.must_exist and not wanted.carries_history and stream and previous.session_id == "s-1"
+    fresh, stream, previous = responses_request(RESPONSES)
+    assert (fresh.session_id, fresh.must_exist, stream, previous) == (None, False, False, None)
+
+
+@pytest.mark.covers("OPENAI-004")
+def test_the_error_type_follows_the_status():
+    types = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        405: "not_found_error",
+        409: "conflict_error",
+        413: "invalid_request_error",
+        422: "invalid_request_error",
+        429: "rate_limit_error",
+        500: "server_error",
+        502: "server_error",
+        503: "server_error",
+    }
+    for status, kind in types.items():
+        body = render_openai_error(ApiError(status, "some_code", "what happened"))
+        assert body == {"error": {"message": "what happened", "type": kind, "param": None, "code": "some_code"}}
+        assert list(ERROR_BODY.iter_errors(body)) == []
+
+
+# --- the real openai client against a live server ----------------------------------------------------------------
 
 
 @pytest.mark.covers("OPENAI-001", "OPENAI-002", "CHANNEL-008", "CHANNEL-002")
@@ -237,10 +625,19 @@ def test_llm_errors_in_stream_and_after_the_fact(live: LiveLab):
         ):
             pass
     assert raised.value.code == "llm_error"
-    failed = refused(lambda: client.chat.completions.create(model=MODEL, messages=ask("[[fake-llm:llm-error]]")))
+    # The client's default retries (5xx twice): the answer says not to re-send the turn, which ran and is kept.
+    retrying = openai.OpenAI(base_url=live.url("/openai/v1"), api_key=live.token)
+    session_id = f"openai-failed-{uuid.uuid4().hex[:8]}"
+    failed = refused(
+        lambda: retrying.chat.completions.create(
+            model=MODEL, messages=ask("[[fake-llm:llm-error]]"), metadata={"session_id": session_id}
+        )
+    )
     assert isinstance(failed, openai.InternalServerError) and failed.status_code == 502 and failed.code == "llm_error"
-    session_id = failed.response.headers["x-copilot-session-id"]
-    assert live.session(session_id)["message_count"] == len(live.history(session_id))  # kept and counted
+    assert failed.response.headers["x-copilot-session-id"] == session_id
+    history = live.history(session_id)
+    assert [m["content"] for m in history if m["role"] == "user"] == ["[[fake-llm:llm-error]]"]  # one turn, once
+    assert live.session(session_id)["message_count"] == len(history)  # kept and counted
     with client.responses.stream(model=MODEL, input="[[fake-llm:llm-error]]") as stream:
         kinds = [event.type for event in stream]
     assert kinds[-1] == "response.failed"
@@ -272,3 +669,63 @@ async def test_instructions_and_temperature_reach_the_llm_for_that_turn_only(tmp
         assert first.temperature == 0.3
         assert "Answer in French." not in later.messages[0]["content"] and later.temperature != 0.3
         assert [m["role"] for m in later.messages].count("system") == 1  # never stored in the conversation
+
+
+@pytest.mark.covers("CHANNEL-009", "OPENAI-002")
+def test_a_client_that_closes_its_stream_stops_the_turn_which_is_kept(live: LiveLab):
+    session_id = f"openai-gone-{uuid.uuid4().hex[:8]}"
+    client = client_for(live)
+    stream = client.chat.completions.create(
+        model=MODEL, messages=ask("wait [[fake-llm:slow]]"), stream=True, metadata={"session_id": session_id}
+    )
+    assert next(iter(stream)).choices[0].delta.role == "assistant"
+    stream.close()  # the real client going away: its connection closes
+    closed = time.monotonic()
+    while True:  # the script answers after 3 s: a turn that was not stopped holds the session that long
+        try:
+            client.chat.completions.create(
+                model=MODEL, messages=ask("still there? [[fake-llm:plain]]"), metadata={"session_id": session_id}
+            )
+            break
+        except openai.ConflictError:
+            assert time.monotonic() - closed < 2.5, "the turn still holds the session after its client left"
+            time.sleep(0.05)
+    users = [m["content"] for m in live.history(session_id) if m["role"] == "user"]
+    assert users == ["wait [[fake-llm:slow]]", "still there? [[fake-llm:plain]]"]  # the stopped turn is kept
+    assert live.session(session_id)["message_count"] == len(live.history(session_id))
+
+
+@pytest.mark.covers("OPENAI-005", "ISOLATION-002", "SESSION-007", "CHANNEL-005")
+def test_a_previous_response_of_another_user_or_a_deleted_session_is_not_found(live: LiveLab):
+    client = client_for(live)
+    session_id = f"openai-prev-{uuid.uuid4().hex[:8]}"
+    first = client.responses.create(model=MODEL, input="hi [[fake-llm:plain]]", metadata={"session_id": session_id})
+    other = client_for(live, live.users.get("olivia") or live.add_user("olivia"))
+
+    def continue_first(as_client: openai.OpenAI) -> None:
+        as_client.responses.create(model=MODEL, input="more [[fake-llm:plain]]", previous_response_id=first.id)
+
+    for attempt in (lambda: continue_first(other), lambda: (delete_session(live, session_id), continue_first(client))):
+        error = refused(attempt)
+        assert isinstance(error, openai.NotFoundError) and error.code == "previous_response_not_found", error.body
+        assert error.param == "previous_response_id"
+
+    # A response whose turn still runs: its session is busy (CONCURRENCY-001), not unknown.
+    with client.responses.stream(model=MODEL, input="wait [[fake-llm:slow]]") as running:
+        created = next(iter(running))
+        assert created.type == "response.created"
+        busy = refused(
+            lambda: client.responses.create(model=MODEL, input="x", previous_response_id=created.response.id)
+        )
+        assert isinstance(busy, openai.ConflictError) and busy.code == "session_busy"
+
+    # A new session of the same id (SESSION-007) is not the deleted one: the old response does not continue it.
+    client.responses.create(model=MODEL, input="anew [[fake-llm:plain]]", metadata={"session_id": session_id})
+    error = refused(lambda: continue_first(client))
+    assert isinstance(error, openai.NotFoundError) and error.code == "previous_response_not_found"
+    assert [m["content"] for m in live.history(session_id) if m["role"] == "user"] == ["anew [[fake-llm:plain]]"]
+
+
+def delete_session(live: LiveLab, session_id: str) -> None:
+    answer = live.client.delete(live.url(f"/sessions/{session_id}"), headers=live.headers)
+    assert answer.status_code == 204, answer.text
