@@ -283,10 +283,10 @@ def _session_id_not_a_uuid() -> None:
     import itertools
     from types import SimpleNamespace
 
-    import reference_server.chat.routes as routes
+    import reference_server.channels.turns as turns  # where every channel's new session gets its id
 
     numbers = itertools.count(1)
-    routes.uuid = SimpleNamespace(uuid4=lambda: f"session-{next(numbers)}")
+    turns.uuid = SimpleNamespace(uuid4=lambda: f"session-{next(numbers)}")
 
 
 @mutant(

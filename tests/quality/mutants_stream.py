@@ -187,15 +187,12 @@ def _frames(render) -> None:
     import json
 
     import reference_server.chat.routes as routes
+    from reference_server.channels.turns import contract_events
 
-    def sse_frames(turn):
+    def sse_frames(channel_turn):
         async def rewritten():
-            try:
-                async for batch in turn.stream():
-                    yield "".join(render(json.dumps(e, ensure_ascii=False, separators=(",", ":")), e) for e in batch)
-            finally:
-                if not turn.finished.is_set():
-                    turn.stop("client disconnected")
+            async for batch in contract_events(channel_turn):  # which stops the turn if the client goes away
+                yield "".join(render(json.dumps(e, ensure_ascii=False, separators=(",", ":")), e) for e in batch)
 
         return rewritten()
 
