@@ -230,17 +230,20 @@ def test_a_response_id_names_its_session_and_turn(session_id: str):
     assert (decoded.session_id, decoded.user_message_id) == (session_id, turn)
 
 
+TURN_HEX = "0123456789abcdef0123456789abcdef"  # fixed: parameter values are test ids, which must not change
+
+
 @pytest.mark.covers("OPENAI-005")
 @pytest.mark.parametrize(
     "given",
     [
         "resp_nope",
-        f"resp_{'zz'}_{uuid.uuid4().hex}",
-        f"resp_{b'bad id!'.hex()}_{uuid.uuid4().hex}",  # decodes to a session id SESSION-003 refuses
-        f"resp_{'ff'}_{uuid.uuid4().hex}",  # not text
-        f"resp_{('a' * 129).encode().hex()}_{uuid.uuid4().hex}",
-        f"resp_{b'a'.hex()}_{uuid.uuid4().hex.upper()}",
-        f"chatcmpl-{uuid.uuid4().hex}",
+        f"resp_{'zz'}_{TURN_HEX}",
+        f"resp_{b'bad id!'.hex()}_{TURN_HEX}",  # decodes to a session id SESSION-003 refuses
+        f"resp_{'ff'}_{TURN_HEX}",  # not text
+        f"resp_{('a' * 129).encode().hex()}_{TURN_HEX}",
+        f"resp_{b'a'.hex()}_{TURN_HEX.upper()}",
+        f"chatcmpl-{TURN_HEX}",
         42,
         "",
     ],
