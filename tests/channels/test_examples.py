@@ -45,6 +45,13 @@ def example(channel: str, scenario: str) -> str:
     return (EXAMPLES / channel / f"{scenario}.sse").read_text()
 
 
+def replaying(body: str) -> openai.OpenAI:
+    """The real `openai` client, every request of which is answered with the recorded stream `body`."""
+    answer = httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+    transport = httpx.MockTransport(lambda request: answer)
+    return openai.OpenAI(api_key="token", base_url="http://recorded/v1", http_client=httpx.Client(transport=transport))
+
+
 def test_every_channel_has_every_scenario_and_nothing_else():
     present = {(path.parent.name, path.stem) for path in EXAMPLES.glob("*/*.sse")}
     assert present == {(channel, scenario) for channel in CHANNELS for scenario in SCENARIOS}
@@ -64,15 +71,7 @@ def test_openai_chat_examples(scenario: str):
         else:
             assert errors("openai_chat_completion_chunk", chunk) == [], chunk
     # The real client over the recorded body: its stream, assembled by its own stream state.
-    client = openai.OpenAI(
-        api_key="token",
-        base_url="http://recorded/v1",
-        http_client=httpx.Client(
-            transport=httpx.MockTransport(
-                lambda request: httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
-            )
-        ),
-    )
+    client = replaying(body)
     state = ChatCompletionStreamState()
     stream = client.chat.completions.create(model="gns3-copilot", messages=[], stream=True)
     if scenario in FAILING:
@@ -98,15 +97,7 @@ def test_openai_responses_examples(scenario: str):
         assert errors("openai_response_stream_event", data) == [], data
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert events[-1]["type"] == ("response.failed" if scenario in FAILING else "response.completed")
-    client = openai.OpenAI(
-        api_key="token",
-        base_url="http://recorded/v1",
-        http_client=httpx.Client(
-            transport=httpx.MockTransport(
-                lambda request: httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
-            )
-        ),
-    )
+    client = replaying(body)
     with client.responses.stream(model="gns3-copilot", input="recorded") as stream:
         if scenario in FAILING:
             with pytest.raises(RuntimeError):  # the client's own verdict: no response.completed
