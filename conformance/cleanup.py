@@ -82,7 +82,7 @@ def _made(ledger: Ledger, fixed_projects: bool) -> dict[str, int]:
 async def clean_up(env: Environment, *, keep: bool) -> CleanupReport:
     """Remove what the run made (nothing with `keep`), in an order that leaves nothing dangling."""
     ledger = env.ledger
-    fixed = env.target.section("projects", {"mode": "fixed"})["mode"] != "controller"
+    fixed = env.target.section("projects", {"mode": "none"})["mode"] == "fixed"
     if keep:
         return CleanupReport(True, _made(ledger, fixed))
     report = CleanupReport(False, {"project": 0, "session": 0, "ace": 0, "llm_config": 0, "user": 0})
@@ -112,7 +112,7 @@ async def clean_up(env: Environment, *, keep: bool) -> CleanupReport:
             path = env.target.data["chat_prefix"].format(project_id=project_id) + f"/sessions/{session_id}"
             problems = []
             for role in sorted(roles):  # several roles when another user's turn reached it: one is its owner
-                problem = await delete(path, {"Authorization": f"Bearer {env.users[role].token}"})
+                problem = await delete(path, env.authorization(role))
                 if problem is None or problem == "gone":
                     report.removed["session"] += problem is None
                     break

@@ -73,7 +73,7 @@ class ChatClient:
 
     def _shown_authorization(self, header: str | None) -> str | None:
         """The Authorization header as a reproduction shows it: a user's real token becomes $TOKEN."""
-        if header is not None and any(header == f"Bearer {u.token}" for u in self.env.users.values()):
+        if header is not None and any(header == f"Bearer {u.token}" for u in self.env.users.values() if u.token):
             return "Bearer $TOKEN"
         if (
             header is not None
@@ -152,7 +152,7 @@ class ChatClient:
         url = self.env.base_url + path if absolute else self._url(path, project_id)
         sent = dict(headers or {})
         if user is not None:
-            sent.setdefault("Authorization", f"Bearer {self.env.user(user).token}")
+            sent = {**self.env.authorization(user), **sent}
         body_text = None
         if json_body is not None:
             content = json.dumps(json_body).encode()
@@ -197,7 +197,7 @@ class ChatClient:
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         deadline = deadline or self.env.deadline_for(body.get("message") if isinstance(body, dict) else None)
         exchange = Exchange("POST", url, raw.decode("utf-8", "replace"), user=user)
-        headers = {"Authorization": f"Bearer {self.env.user(user).token}", "Content-Type": "application/json"}
+        headers = {**self.env.authorization(user), "Content-Type": "application/json"}
         chunks: list[str] = []
         arrivals: list[float] = []
         completed = False

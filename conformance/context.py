@@ -28,7 +28,7 @@ DEFAULT_SEED = 20261202
 @dataclass
 class User:
     name: str  # its role in the run: main, other, no_llm
-    token: str
+    token: str | None  # None: the target authenticates nobody (auth.mode none)
     user_id: str | None = None
     username: str | None = None  # when the suite made it (auth.mode controller)
 
@@ -42,8 +42,8 @@ class Environment:
     fake_llm_url: str  # .../v1
     scripts: dict[str, dict[str, Any]]
     users: dict[str, User]  # main, other, and no_llm when the target has one
-    project_id: str  # an opened project
-    closed_project_id: str
+    project_id: str | None  # an opened project (None: a target without the GNS3 chat API and no projects)
+    closed_project_id: str | None
     controller: Any | None  # conformance.controller.Controller, when the target has a GNS3-style controller
     workdir: Any
     client: httpx.AsyncClient
@@ -65,6 +65,16 @@ class Environment:
 
     def prefix(self, project_id: str | None = None) -> str:
         return self.target.data["chat_prefix"].format(project_id=project_id or self.project_id)
+
+    def channel_path(self, channel: str, project_id: str | None = None) -> str:
+        """Where a declared channel is served (its `path`, {chat_prefix} filled in for `project_id`)."""
+        path = self.target.channels[channel].get("path", "")
+        return path.replace("{chat_prefix}", self.prefix(project_id)) if "{chat_prefix}" in path else path
+
+    def authorization(self, user: str) -> dict[str, str]:
+        """The Authorization header of a user: none for a target that authenticates nobody (auth.mode none)."""
+        token = self.user(user).token
+        return {"Authorization": f"Bearer {token}"} if token is not None else {}
 
     def user(self, name: str) -> User:
         if name not in self.users:

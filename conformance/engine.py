@@ -24,7 +24,17 @@ from .cleanup import CleanupReport, Ledger, Leftover, clean_up
 from .context import DEFAULT_SEED, CheckContext, Environment, User
 from .controller import Controller, UserMaker
 from .errors import Blocked, BlockedBy, HarnessError, NotTestable, TargetError
-from .findings import Finding, Outcome, RequirementVerdict, combine, harness_failure, judge, run_passes
+from .findings import (
+    Finding,
+    Outcome,
+    RequirementVerdict,
+    Verdict,
+    combine,
+    harness_failure,
+    judge,
+    not_applicable,
+    run_passes,
+)
 from .preflight import preflight
 from .processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
 from .scenarios import write_scripts
@@ -152,9 +162,11 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         maker = UserMaker(controller, client, base_url, suffix, password, llm_config, fake_url)
         for name in ("main", "other", "no_llm"):
             users[name] = await maker.make(name, with_llm=name != "no_llm")
-    else:
+    elif auth["mode"] == "tokens":
         for name, token in auth["tokens"].items():
             users[name] = User(name, token)
+    else:  # none: one anonymous user; what needs a second one or a refused token is NOT TESTABLE
+        users["main"] = User("main", None)
     access = target.data.get("access_control")
     if access is not None:
         if controller is None:
@@ -163,14 +175,15 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         for user in users.values():  # every project, as the suite makes a project per check
             await controller.grant(user.user_id, "/projects", role_id)
         users["stranger"] = await maker.make("stranger")  # no entry: no access to any project it did not create
-    projects = target.section("projects", {"mode": "fixed"})
+    projects = target.section("projects", {"mode": "none"})
+    project_id = closed = None  # a target without the GNS3 chat API may have no projects
     if projects["mode"] == "controller":
         if controller is None:
             raise HarnessError("projects.mode controller needs auth.mode controller")
         project_id = await controller.create_project(f"conformance-{suffix}")
         closed = await controller.create_project(f"conformance-closed-{suffix}")
         await controller.close_project(closed)
-    else:
+    elif projects["mode"] == "fixed":
         project_id, closed = projects["opened"], projects["closed"]
     env = Environment(
         target=target,
@@ -186,7 +199,7 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         api_keys=maker.api_keys if maker else [],
         ledger=ledger,
     )
-    return Prepared(env, processes, maker.tokens if maker else [u.token for u in users.values()])
+    return Prepared(env, processes, maker.tokens if maker else [u.token for u in users.values() if u.token])
 
 
 async def _own_project(env: Environment, check_id: str) -> Environment:
@@ -379,9 +392,37 @@ def _replay(env: Environment) -> dict[str, Any]:
     return {"fake_llm_port": httpx.URL(env.fake_llm_url).port, "base_url": env.base_url, "users": users}
 
 
+def _applicable(
+    chosen: list[CheckSpec], records: list[dict[str, Any]], capabilities: set[str]
+) -> tuple[list[CheckSpec], dict[str, str]]:
+    """The checks to run: those that judge at least one requirement applying to the target (a check of rules that
+    are all N/A would only cost time) and that can observe it (CheckSpec.needs); and the checks left out for what
+    the target does not serve, with why."""
+    by_id = {record["id"]: record for record in records}
+    kept, unable = [], {}
+    for spec_ in chosen:
+        if not any(not_applicable(by_id[r], capabilities) is None for r in spec_.requirements):
+            continue
+        missing = [need for need in spec_.needs if need not in capabilities]
+        if missing:
+            unable[spec_.id] = f"{spec_.id} needs {', '.join(missing)}, which the target does not declare"
+            continue
+        kept.append(spec_)
+    return kept, unable
+
+
+def _unobservable(record: dict[str, Any], unable: dict[str, str], ran: set[str]) -> str | None:
+    """Why a requirement is N/A although it applies: every check of it needs what the target does not serve."""
+    checks = record.get("checks", [])
+    if checks and not ran & set(checks) and all(c in unable for c in checks):
+        return "; ".join(unable[c] for c in checks) + " (its text is about what the target does not serve)"
+    return None
+
+
 async def _run(target, jobs, chosen, selected, seed, keep, on_check_done, workdir, started, started_at) -> RunResult:
-    chosen = sorted(chosen, key=lambda s: not s.slow)  # long waits first, so they overlap everything else
     records = spec.load_requirements()["requirements"]
+    chosen, unable = _applicable(chosen, records, target.capabilities)
+    chosen = sorted(chosen, key=lambda s: not s.slow)  # long waits first, so they overlap everything else
     with tempfile.TemporaryDirectory(prefix="copilot-conformance-") as tmp:
         work = workdir or Path(tmp)
         # No kept-alive connections: a server that drops one after an error (a 500, say) would otherwise fail the
@@ -411,7 +452,12 @@ async def _run(target, jobs, chosen, selected, seed, keep, on_check_done, workdi
     findings, flaky = _findings_and_flaky(check_runs)
     judged_ids = {r for run_ in check_runs for r in run_.requirements}
     verdicts = []
+    ran = {run_.id for run_ in check_runs}
     for record in records:
+        unobservable = None if not_applicable(record, target.capabilities) else _unobservable(record, unable, ran)
+        if unobservable is not None and "excluded" not in record:
+            verdicts.append(RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], unobservable))
+            continue
         if selected and record["id"] not in judged_ids and "excluded" not in record:
             continue
         verdicts.append(

@@ -70,6 +70,29 @@ def _spoken(outcome: Outcome) -> str:
     return outcome.value.replace("_", " ")
 
 
+# Sections of spec/requirements.yaml whose rules are those of a channel (each rule there names its capability), and
+# the section of the rules every channel shares; every other section is the GNS3 chat API's (`channel_gns3`).
+CHANNEL_SECTIONS = frozenset({"OpenAI channel", "UI message stream channel", "AG-UI channel"})
+SHARED_CHANNEL_SECTION = "Channels"
+CHANNEL_CAPABILITIES = frozenset({"channel_openai", "channel_ui", "channel_ag_ui"})
+
+
+def not_applicable(record: dict[str, Any], capabilities: set[str]) -> str | None:
+    """Why a requirement does not apply to a target with `capabilities` (Target.capabilities), or None."""
+    capability = record.get("capability")
+    if capability and capability not in capabilities:
+        return f"capability `{capability}` not declared"
+    section = record["section"]
+    if section == SHARED_CHANNEL_SECTION:
+        if not capabilities & CHANNEL_CAPABILITIES:
+            return "the target declares no channel besides the GNS3 chat API (channels)"
+    elif section not in CHANNEL_SECTIONS and "channel_gns3" not in capabilities:
+        return "the target does not serve the GNS3 chat API (channels: no gns3)"
+    if record["level"] == "MAY" and not capability:
+        return "MAY without a capability: nothing to require"
+    return None
+
+
 def judge(
     record: dict[str, Any],
     findings: list[Finding],
@@ -83,11 +106,9 @@ def judge(
     rid, level = record["id"], record["level"]
     if "excluded" in record:
         return RequirementVerdict(record, Verdict.EXCLUDED, [], record["excluded"])
-    capability = record.get("capability")
-    if capability and capability not in capabilities:
-        return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], f"capability `{capability}` not declared")
-    if level == "MAY" and not capability:
-        return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], "MAY without a capability: nothing to require")
+    reason = not_applicable(record, capabilities)
+    if reason is not None:
+        return RequirementVerdict(record, Verdict.NOT_APPLICABLE, [], reason)
     if flaky and rid in flaky:
         return RequirementVerdict(record, Verdict.FLAKY, findings, flaky[rid])
     outcome = combine(findings)

@@ -10,7 +10,10 @@ measures (the slow tool's duration) feeds the stream deadlines of the checks (En
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from .channels.client import ChannelClient
+from .channels.endpoints import declared as declared_endpoints
 from .context import CheckContext, Environment
 from .errors import TargetMisdeclared
 from .exchanges import json_or_none
@@ -47,15 +50,18 @@ async def _prefix_and_users(ctx: CheckContext) -> None:
 
 
 async def _llm_and_tools(ctx: CheckContext) -> None:
-    env = ctx.env
     result = await ctx.client.stream({"message": ctx.message("cs-plain", "Preflight")})
-    generations = await ctx.llm.main_requests()
+    answered = f"the stream answered {result.status if result.status is not None else result.exchange.error}"
+    await _offers_tools(ctx, await ctx.llm.main_requests(), answered)
+
+
+async def _offers_tools(ctx: CheckContext, generations: list[dict[str, Any]], answered: str) -> None:
+    env = ctx.env
     if not generations:
         raise TargetMisdeclared(
             "llm",
-            f"a turn reached no LLM generation of the suite's fake LLM at {env.fake_llm_url} (the stream answered "
-            f"{result.status if result.status is not None else result.exchange.error}): point the users' LLM "
-            "configuration at it (llm.mode: controller with llm.config, or configure it before the run)",
+            f"a turn reached no LLM generation of the suite's fake LLM at {env.fake_llm_url} ({answered}): point "
+            "the users' LLM configuration at it (llm.mode: controller with llm.config, or configure it before the run)",
         )
     offered = set(generations[0].get("tools") or [])
     for role, declared in env.target.tools.items():
@@ -76,18 +82,52 @@ async def _slow_tool(ctx: CheckContext) -> float | None:
     started = time.monotonic()
     result = await ctx.client.stream({"message": ctx.message("cs-slow-tool", "Preflight")})
     took = time.monotonic() - started
-    if result.status == 200 and took < SLOW_TOOL_AT_LEAST:
+    _slow_enough(ctx, took, result.status)
+    return took
+
+
+def _slow_enough(ctx: CheckContext, took: float, status: int | None) -> None:
+    if status == 200 and took < SLOW_TOOL_AT_LEAST:
         raise TargetMisdeclared(
             "declarations.tools.slow",
             f"a turn calling {ctx.env.target.tools['slow']['name']!r} took {took:.2f} s; the slow tool must run for "
             f"at least {SLOW_TOOL_AT_LEAST:.0f} s (give it arguments that make it wait)",
         )
-    return took
+
+
+async def _channel_turn(ctx: CheckContext, script: str) -> tuple[float, Any]:
+    """A turn on the first channel the target declares (a target without the GNS3 chat API): (seconds, answer)."""
+    chosen = declared_endpoints(ctx.env.target.channels)[0]
+    channel = ChannelClient(ctx)
+    started = time.monotonic()
+    answer = await channel.post(chosen, channel.request(chosen, script, text="Preflight"))
+    took = time.monotonic() - started
+    if answer.status is None:
+        raise TargetMisdeclared("base_url", f"{answer.exchange.describe()}: no answer ({answer.exchange.error})")
+    if answer.status == 404:
+        raise TargetMisdeclared(
+            f"channels.{chosen.channel}.path", f"{answer.exchange.describe()}: the channel is not served there"
+        )
+    return took, answer
+
+
+async def _channels_only(ctx: CheckContext) -> None:
+    """Preflight of a target that serves channels only: the first one answers, a turn reaches the fake LLM with the
+    declared tools, the slow tool takes its time."""
+    _took, answer = await _channel_turn(ctx, "cs-plain")
+    await _offers_tools(ctx, await ctx.llm.main_requests(), f"answered {answer.status}")
+    if "cs-slow-tool" in ctx.env.scripts:
+        took, answer = await _channel_turn(ctx, "cs-slow-tool")
+        _slow_enough(ctx, took, answer.status)
+        ctx.env.slow_tool_seconds = took
 
 
 async def preflight(env: Environment) -> None:
     """Raise TargetMisdeclared when the target file is wrong about the server; note what the checks need."""
     ctx = CheckContext(env, "preflight", [])
+    if not env.target.serves_gns3:
+        await _channels_only(ctx)
+        return
     await _prefix_and_users(ctx)
     await _llm_and_tools(ctx)
     env.slow_tool_seconds = await _slow_tool(ctx) or 0.0

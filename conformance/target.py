@@ -73,8 +73,19 @@ class Target:
         return self.data["declarations"]
 
     @property
+    def channels(self) -> dict[str, dict[str, Any]]:
+        """The protocols the target serves (CHANNEL-001), each with where: the GNS3 chat API alone by default."""
+        return self.data.get("channels") or {"gns3": {}}
+
+    @property
     def capabilities(self) -> set[str]:
-        return set(self.declarations["capabilities"])
+        """The declared capabilities, and one per declared channel (`channel_gns3`, `channel_openai`, ...): a rule of
+        a channel the target does not serve is N/A (conformance.findings.not_applicable)."""
+        return set(self.declarations["capabilities"]) | {f"channel_{name}" for name in self.channels}
+
+    @property
+    def serves_gns3(self) -> bool:
+        return "gns3" in self.channels
 
     @property
     def heartbeat_interval(self) -> float:
@@ -103,6 +114,16 @@ def parse_target(data: Any, *, path: Path | None = None) -> Target:
         raise TargetError(f"{where} is not a valid target file:\n" + "\n".join(f"  - {_describe(e)}" for e in errors))
     if ("base_url" in data) == ("start" in data):
         raise TargetError(f"{where}: give exactly one of `base_url` (a running server) and `start` (a command)")
+    channels = data.get("channels") or {"gns3": {}}
+    under_prefix = any("{chat_prefix}" in c.get("path", "") for c in channels.values())
+    if ("gns3" in channels or under_prefix) and "chat_prefix" not in data:
+        raise TargetError(
+            f"{where}: `chat_prefix` is required when the target serves the GNS3 chat API or a channel under it"
+        )
+    if "gns3" in channels and "projects" not in data:
+        raise TargetError(f"{where}: `projects` is required when the target serves the GNS3 chat API (channels: gns3)")
+    if data["auth"]["mode"] == "none" and "gns3" in channels:
+        raise TargetError(f"{where}: auth.mode none is for a target without the GNS3 chat API, whose rules need users")
     if "db_access" in data["declarations"]["capabilities"] and "database" not in data["declarations"]:
         raise TargetError(f"{where}: capability db_access needs declarations.database.project_dir")
     baseline = Baseline()

@@ -47,7 +47,7 @@ AREAS: dict[str, str] = {
     "Secrets": "secrets_at_rest",
     "Testability": "testability",
     "The fake LLM": "fake_llm",  # rules of the harness: excluded, no module
-    # The channels' rules: excluded until their checks exist (tests/channels verify the reference server).
+    # The channels' rules: judged for the channels a target declares (target file `channels`).
     "Channels": "channels",
     "OpenAI channel": "channel_openai",
     "UI message stream channel": "channel_ui",
@@ -68,6 +68,10 @@ class CheckSpec:
     # The requirements it can judge only when a race goes one way (two requests at the same moment): NOT TESTABLE
     # under the run's load may be the load's doing, so the check is then also judged again with the server alone.
     raced: tuple[str, ...] = ()
+    # What the target must serve for the check to observe anything (`channel_gns3`: it reads sessions, history or
+    # statistics through the GNS3 chat API). Without it the check does not run; a requirement left with no check
+    # that can run on the target is N/A (its text is about what the target does not have).
+    needs: tuple[str, ...] = ()
 
     def judged_alone_after(self, finding) -> bool:
         """Whether this finding of a run under load makes the check worth judging again alone."""
@@ -99,7 +103,12 @@ def area_of(requirement_id: str) -> str:
 
 
 def check(
-    check_id: str, *, slow: bool = False, timed: tuple[str, ...] = (), raced: tuple[str, ...] = ()
+    check_id: str,
+    *,
+    slow: bool = False,
+    timed: tuple[str, ...] = (),
+    raced: tuple[str, ...] = (),
+    needs: tuple[str, ...] = (),
 ) -> Callable[[CheckFunction], CheckFunction]:
     def register(function: CheckFunction) -> CheckFunction:
         requirements = requirements_of_checks().get(check_id)
@@ -109,7 +118,7 @@ def check(
             raise LookupError(f"check {check_id!r} is defined twice")
         if not set(timed) | set(raced) <= set(requirements):
             raise LookupError(f"check {check_id!r}: timed or raced requirements are not among those it judges")
-        REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed, raced)
+        REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed, raced, needs)
         return function
 
     return register

@@ -18,7 +18,7 @@ from tools.channel_requests import ag_ui
 
 from .conftest import LiveLab
 from .node_clients import ag_ui_run
-from .official_schemas import errors
+from conformance.channels.official import errors
 from .test_ui import DONE, TOOL_TURN, call, text, tool_end
 
 USAGE = TurnOutcome(300, 25)

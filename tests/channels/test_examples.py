@@ -18,7 +18,7 @@ import gns3_copilot_spec as spec
 from tests.readme import readme_command
 
 from .node_clients import ag_ui_run, ui_read
-from .official_schemas import errors
+from conformance.channels.official import errors
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = spec.SPEC_DIR / "examples" / "channels"

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.channels.official_schemas import NAMES, ROOT, errors, schema, validator
+from conformance.channels.official import NAMES, errors, schema, validator
+from tests.conftest import ROOT
 from tests.readme import readme_command
 
 EXPECTED = {

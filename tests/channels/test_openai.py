@@ -34,7 +34,9 @@ from reference_server.settings import Settings
 from tests.reference_server.conftest import in_process_lab
 
 from .conftest import LiveLab, content_of
-from .official_schemas import ROOT, errors
+from conformance.channels.official import errors
+
+from tests.conftest import ROOT
 
 MODEL = "gns3-copilot"
 

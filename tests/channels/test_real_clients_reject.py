@@ -19,7 +19,7 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from tests.channels import node_clients
-from tests.channels.official_schemas import errors
+from conformance.channels.official import errors
 
 
 def sse(*payloads: Any, done: bool = False) -> str:

@@ -18,7 +18,7 @@ from tools.channel_requests import ui
 
 from .conftest import LiveLab
 from .node_clients import ui_chat, ui_read, ui_validate
-from .official_schemas import errors
+from conformance.channels.official import errors
 
 S = "ui-unit"
 ARGS = '{"detail":"summary"}'

@@ -1,27 +1,26 @@
 """The protocols' official JSON Schemas (spec/channels/official/, derived by tools/derive_channel_schemas.py from
-the packages themselves), as jsonschema validators for the channel tests.
+the packages themselves), as jsonschema validators for the channel checks and tests.
 
     errors("ai_ui_message_chunk", chunk)       -> [] when valid, else one readable line per error
     validator("ag_ui_event").is_valid(event)
 
 Names are the file names without .json (NAMES lists them). Each validator is the class for the schema's
 "$schema" (draft-07 for `ai`, 2020-12 for the others), built once per process. What a schema cannot say (zod
-predicates: `z.custom`, `.refine`) is marked by a "$comment" in it; the real clients (tests/channels/
-node_clients.py) check those.
+predicates: `z.custom`, `.refine`) is marked by a "$comment" in it; the real clients (real_clients.py) check those.
 """
 
 from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from jsonschema import exceptions, validators
 from jsonschema.protocols import Validator
 
-ROOT = Path(__file__).resolve().parents[2]
-OFFICIAL = ROOT / "spec" / "channels" / "official"
+import gns3_copilot_spec as spec
+
+OFFICIAL = spec.OFFICIAL_DIR
 NAMES = tuple(sorted(path.stem for path in OFFICIAL.glob("*.json")))
 
 

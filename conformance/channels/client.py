@@ -1,0 +1,194 @@
+"""ChannelClient: one check's requests to the channels a target declares, each with a hard deadline and kept as
+the check's evidence (in the same list as its GNS3 exchanges), each SSE body read strictly (sse.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from ..exchanges import Exchange
+from .endpoints import STREAMING, Endpoint, Usage
+from .sse import INVALID, Frame, SseBody, parse
+
+if TYPE_CHECKING:
+    from ..context import CheckContext
+
+_KEPT_HEADERS = ("content-type", "cache-control", "x-accel-buffering", "x-vercel-ai-ui-message-stream")
+
+
+@dataclass
+class ChannelAnswer:
+    endpoint: Endpoint
+    exchange: Exchange
+    headers: dict[str, str] = field(default_factory=dict)  # every response header, names in lower case
+    sse: SseBody | None = None  # a 200 text/event-stream answer, read strictly
+    completed: bool = False  # the server ended the answer (not the suite's disconnect or deadline)
+    opened: float = 0.0  # seconds from sending the request to the response's headers
+    message: str = ""  # the user message of the turn (its fake-LLM tag names script and run)
+    raw: str = ""  # the body as received: what the real clients read again (real_clients.py)
+
+    @property
+    def status(self) -> int | None:
+        return self.exchange.status
+
+    @property
+    def streamed(self) -> bool:
+        return self.sse is not None
+
+    @property
+    def frames(self) -> list[Frame]:
+        return self.sse.frames if self.sse else []
+
+    @property
+    def payloads(self) -> list[Any]:
+        """The data of every message frame: JSON where it parses, the raw text otherwise ([DONE] included)."""
+        if self.sse is None:
+            return []
+        return [frame.data if frame.json() is INVALID else frame.json() for frame in self.sse.messages]
+
+    @property
+    def text(self) -> str:
+        return self.endpoint.text(self)
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.endpoint.usage(self)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.endpoint.session_id(self)
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.endpoint.error(self)
+
+    def describe(self) -> str:
+        status = self.status if self.status is not None else self.exchange.error
+        if self.sse is None:
+            return f"{self.exchange.method} {self.exchange.url} -> {status} {self.exchange.body[:300]}".strip()
+        shown = [frame.raw[:120] for frame in self.sse.messages[-4:]]
+        return f"{self.exchange.method} {self.exchange.url} -> {status}, last frames {shown}"
+
+
+def _transport_error(exc: Exception, started: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"TimeoutError after {time.monotonic() - started:.1f} s (the suite's deadline)"
+    return f"{type(exc).__name__} after {time.monotonic() - started:.1f} s" + (f": {exc}" if str(exc) else "")
+
+
+class ChannelClient:
+    def __init__(self, ctx: CheckContext) -> None:
+        self.ctx = ctx
+        self.env = ctx.env
+
+    def url(self, channel: str, suffix: str = "", project_id: str | None = None) -> str:
+        return self.env.base_url + self.env.channel_path(channel, project_id) + suffix
+
+    def endpoint(self, name: str) -> Endpoint:
+        return STREAMING[name]
+
+    @property
+    def model(self) -> str:
+        return self.env.target.channels.get("openai", {}).get("model", "gns3-copilot")
+
+    def request(
+        self,
+        endpoint: Endpoint,
+        script: str,
+        *,
+        session_id: str | None = None,
+        run: str | None = None,
+        text: str = "Conformance check",
+        stream: bool = True,
+    ) -> dict[str, Any]:
+        """The body of one turn playing `script` under the check's run tag (or `run`)."""
+        message = self.ctx.message(script, text, run=run)
+        return endpoint.body(message, session_id=session_id, model=self.model, stream=stream)
+
+    async def post(
+        self,
+        endpoint: Endpoint,
+        body: dict[str, Any] | bytes,
+        *,
+        user: str | None = "main",
+        project_id: str | None = None,
+        headers: dict[str, str] | None = None,
+        stop_when: Callable[[Frame], bool] | None = None,
+        deadline: float | None = None,
+    ) -> ChannelAnswer:
+        """POST a turn and read its answer to the end, or until `stop_when(frame)` (then the suite disconnects),
+        never longer than its deadline (by default the scenario's own, Environment.deadline_for)."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        message = _message_of(body)
+        url = self.url(endpoint.channel, endpoint.suffix, project_id)
+        sent = {**(self.env.authorization(user) if user else {}), "Content-Type": "application/json", **(headers or {})}
+        exchange = Exchange("POST", url, raw.decode("utf-8", "replace"), user=user or "(none)")
+        exchange.authorization = "Bearer $TOKEN" if "Authorization" in sent and user else sent.get("Authorization")
+        answer = ChannelAnswer(endpoint, exchange, message=message)
+        deadline = deadline or self.env.deadline_for(message)
+        started = time.monotonic()
+        text, arrivals = "", []
+        try:
+            async with asyncio.timeout(deadline):
+                async with self.env.client.stream("POST", url, content=raw, headers=sent) as response:
+                    answer.opened = time.monotonic() - started
+                    self._note_response(answer, response)
+                    if response.status_code == 200 and exchange.content_type.startswith("text/event-stream"):
+                        text, arrivals, answer.completed = await _read(response, started, stop_when)
+                    else:
+                        exchange.body = answer.raw = (await response.aread()).decode("utf-8", "replace")
+                        answer.completed = True
+        except (httpx.TransportError, TimeoutError) as exc:
+            exchange.error = _transport_error(exc, started)
+        exchange.elapsed = time.monotonic() - started
+        if arrivals or text:
+            answer.raw = text
+            answer.sse = parse(text, arrivals)
+            exchange.events = [p if isinstance(p, dict) else {"data": p} for p in answer.payloads]
+        self.ctx.client.exchanges.append(exchange)
+        self._note_session(answer, user, project_id)
+        return answer
+
+    async def get(
+        self, channel: str, suffix: str, *, user: str | None = "main", project_id: str | None = None
+    ) -> Exchange:
+        """A plain GET under a channel's path (OpenAI's models, the UI history), read whole."""
+        path = self.env.channel_path(channel, project_id) + suffix
+        return await self.ctx.client.call("GET", path, user=user, absolute=True)
+
+    def _note_response(self, answer: ChannelAnswer, response: httpx.Response) -> None:
+        exchange = answer.exchange
+        exchange.status = response.status_code
+        exchange.content_type = response.headers.get("content-type") or ""
+        answer.headers = {k.lower(): v for k, v in response.headers.items()}
+        exchange.headers = {k: v for k, v in answer.headers.items() if k in _KEPT_HEADERS}
+
+    def _note_session(self, answer: ChannelAnswer, user: str | None, project_id: str | None) -> None:
+        """A session a turn made goes in the run's ledger (the clean-up), where sessions can be deleted."""
+        session_id = answer.session_id
+        if self.env.target.serves_gns3 and user and isinstance(session_id, str) and session_id:
+            self.env.ledger.session(user, project_id or self.env.project_id, session_id)
+
+
+def _message_of(body: dict[str, Any] | bytes) -> str:
+    """The user message of a request body, whatever its protocol (for the scenario's deadline)."""
+    return json.dumps(body) if isinstance(body, dict) else body.decode("utf-8", "replace")
+
+
+async def _read(
+    response: httpx.Response, started: float, stop_when: Callable[[Frame], bool] | None
+) -> tuple[str, list[tuple[int, float]], bool]:
+    """The body as it came, with (characters so far, seconds) per chunk; False when `stop_when` cut it short."""
+    text, arrivals = "", []
+    async for chunk in response.aiter_text():
+        text += chunk
+        arrivals.append((len(text), time.monotonic() - started))
+        if stop_when is not None and any(stop_when(frame) for frame in parse(text).frames):
+            return text, arrivals, False
+    return text, arrivals, True

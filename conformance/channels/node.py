@@ -1,0 +1,84 @@
+"""The protocols' real JavaScript clients, run from Python: npm `ai` (UI message stream) and `@ag-ui/client`
+(AG-UI), pinned in the repository's package.json and installed by `npm ci` at its root.
+
+Each driver is a short `node conformance/channels/js/<name>.mjs` process that reads {"cases": [...]} on stdin and
+writes {"results": [...]} on stdout, one result dict per case (the header of each .mjs gives the fields).
+Batch the cases of a check into one call: a node start costs about 0.2 s.
+
+    ui-read.mjs      ai: parseJsonEventStream + readUIMessageStream, over a recorded body or a live POST
+    ui-chat.mjs      ai: AbstractChat + DefaultChatTransport, as useChat drives it
+    ag-ui-run.mjs    @ag-ui/client: HttpAgent's pipeline (verification included) over a recorded body
+    ui-validate.mjs  ai: safeValidateUIMessages
+
+Node missing, the packages not installed, a driver crashing or running past its timeout: RealClientUnavailable,
+the suite's own set-up failing (a HarnessError), never the target's fault.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+
+JS = Path(__file__).resolve().parent / "js"
+DEFAULT_TIMEOUT = 60.0
+PACKAGES = ("ai", "@ag-ui/client")
+
+
+class RealClientUnavailable(HarnessError):
+    """A protocol's real client could not be run: the suite's set-up, not the target."""
+
+
+def node_modules() -> Path:
+    """The node_modules/ the drivers import from: Node resolves packages from the drivers' folder upward."""
+    for folder in JS.parents:
+        candidate = folder / "node_modules"
+        if all((candidate / package).is_dir() for package in PACKAGES):
+            return candidate
+    raise RealClientUnavailable(
+        f"the real clients {', '.join(PACKAGES)} are not installed above {JS}: run `npm ci` at the repository root "
+        "(python3 tasks.py test does it), or judge the target from a checkout of the repository"
+    )
+
+
+def node_executable() -> str:
+    node = shutil.which("node")
+    if node is None:
+        raise RealClientUnavailable("node is not on PATH: the real-client checks need Node 20 or newer")
+    return node
+
+
+def run_driver(script: str, cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+    """Run js/<script> over `cases`; one result dict per case, in order (each with the driver's stderr)."""
+    command = [node_executable(), str(JS / script)]
+    root = node_modules().parent
+    try:
+        completed = subprocess.run(
+            command, input=json.dumps({"cases": cases}), capture_output=True, text=True, timeout=timeout, cwd=root
+        )
+    except subprocess.TimeoutExpired as error:
+        stderr = error.stderr.decode() if isinstance(error.stderr, bytes) else (error.stderr or "")
+        raise RealClientUnavailable(
+            f"{script} ran past its {timeout} s timeout over {len(cases)} case(s); stderr:\n{stderr[-4000:]}"
+        ) from error
+    if completed.returncode != 0:
+        raise RealClientUnavailable(f"{script} exited with {completed.returncode}; stderr:\n{completed.stderr[-4000:]}")
+    try:
+        results = json.loads(completed.stdout)["results"]
+    except (ValueError, KeyError) as error:
+        raise RealClientUnavailable(
+            f"{script} wrote no results ({error}); stdout:\n{completed.stdout[-2000:]}\n"
+            f"stderr:\n{completed.stderr[-4000:]}"
+        ) from error
+    if len(results) != len(cases):
+        raise RealClientUnavailable(f"{script} returned {len(results)} results for {len(cases)} cases")
+    for result in results:
+        result.setdefault("stderr", completed.stderr[-4000:])  # the clients log their warnings there
+        if result.get("driverError"):
+            stderr = completed.stderr[-4000:]
+            raise RealClientUnavailable(f"{script} failed on a case: {result['error']}; stderr:\n{stderr}")
+    return results
