@@ -37,7 +37,8 @@ def problem(data, path: Path | None = None) -> str:
 def test_a_minimal_target_is_valid():
     target = parse_target(minimal())
     assert target.name == "my-server"
-    assert target.capabilities == set()
+    assert target.channels == {"gns3": {}}  # the GNS3 chat API alone, by default
+    assert target.capabilities == {"channel_gns3"}
     assert target.baseline.known_failures == {} and target.baseline.not_testable == {}
 
 
@@ -49,7 +50,15 @@ def test_every_built_in_target_is_valid(path):
 def test_the_default_target_is_the_reference_server():
     target = load_target(None)
     assert target.name == "reference-server"
-    assert target.capabilities == {"abort", "temperature_override", "db_access"}
+    assert target.capabilities == {
+        "abort",
+        "temperature_override",
+        "db_access",
+        "channel_gns3",
+        "channel_openai",
+        "channel_ui",
+        "channel_ag_ui",
+    }
 
 
 def test_an_unknown_key_is_named():
@@ -119,7 +128,7 @@ def test_db_access_without_a_database():
     data["declarations"]["capabilities"] = ["db_access"]
     assert "capability db_access needs declarations.database.project_dir" in problem(data)
     data["declarations"]["database"] = {"project_dir": "/srv/projects/{project_id}"}
-    assert parse_target(data).capabilities == {"db_access"}
+    assert parse_target(data).capabilities == {"db_access", "channel_gns3"}
 
 
 def test_every_problem_is_listed_at_once():
@@ -213,3 +222,54 @@ def test_a_target_file_loaded_by_path(tmp_path):
     target = load_target(str(path))
     assert target.name == "my-server" and target.path == path.resolve()
     assert target.data == parse_target(copy.deepcopy(minimal())).data
+
+
+def channel_only() -> dict:
+    """A peer serving one protocol: no chat prefix, no projects, nobody authenticated."""
+    data = minimal()
+    for key in ("chat_prefix", "projects"):
+        del data[key]
+    data["auth"] = {"mode": "none"}
+    data["channels"] = {"ag_ui": {"path": "/ag-ui"}}
+    return data
+
+
+def test_a_target_may_serve_a_channel_only():
+    target = parse_target(channel_only())
+    assert not target.serves_gns3
+    assert target.capabilities == {"channel_ag_ui"}
+
+
+def test_the_gns3_api_needs_a_chat_prefix_and_projects():
+    data = channel_only()
+    data["channels"]["gns3"] = {}
+    assert "`chat_prefix` is required" in problem(data)
+    data["chat_prefix"] = "/v3/projects/{project_id}/chat"
+    assert "`projects` is required" in problem(data)
+
+
+def test_a_channel_under_the_chat_prefix_needs_it():
+    data = channel_only()
+    data["channels"] = {"openai": {"path": "{chat_prefix}/openai/v1"}}
+    assert "`chat_prefix` is required" in problem(data)
+
+
+def test_nobody_authenticated_is_only_for_a_target_without_the_gns3_api():
+    data = minimal()
+    data["auth"] = {"mode": "none"}
+    assert "auth.mode none" in problem(data)
+
+
+@pytest.mark.parametrize(
+    ("channels", "expected"),
+    [
+        ({"openai": {"path": "v1"}}, "does not match"),  # neither absolute nor under {chat_prefix}
+        ({"openai": {}}, "'path' is a required property"),
+        ({"smoke_signals": {"path": "/x"}}, "'smoke_signals' was unexpected"),
+        ({}, "should be non-empty"),
+    ],
+)
+def test_a_wrong_channel_declaration_is_named(channels, expected):
+    data = channel_only()
+    data["channels"] = channels
+    assert expected in problem(data)

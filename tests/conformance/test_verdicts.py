@@ -26,11 +26,12 @@ def found(outcome, rid="X-001", message=None):
     return Finding(rid, outcome, message or f"{outcome} message", "x.check")
 
 
-def verdict_of(rec, findings, *, capabilities=(), known_failures=None, not_testable=None):
+def verdict_of(rec, findings, *, capabilities=(), known_failures=None, not_testable=None, gns3=True):
+    """`gns3`: the target serves the GNS3 chat API (the default target's channel), where the test rules live."""
     return judge(
         rec,
         findings,
-        capabilities=set(capabilities),
+        capabilities=set(capabilities) | ({"channel_gns3"} if gns3 else set()),
         known_failures=known_failures or {},
         accepted_not_testable=not_testable or {},
     )
@@ -290,7 +291,7 @@ def test_a_flaky_requirement_is_flaky_whatever_its_findings():
     flaky = judge(
         record(),
         [found(Outcome.FAILED)],
-        capabilities=set(),
+        capabilities={"channel_gns3"},
         known_failures={"X-001": "r"},
         accepted_not_testable={},
         flaky={"X-001": "the server had transient errors"},
@@ -300,7 +301,7 @@ def test_a_flaky_requirement_is_flaky_whatever_its_findings():
 
 
 def test_flaky_fails_a_run_on_its_own_and_is_only_listed_against_a_baseline():
-    flaky = judge(record(), [], capabilities=set(), known_failures={}, accepted_not_testable={}, flaky={"X-001": "t"})
+    flaky = judge(record(), [], capabilities={"channel_gns3"}, known_failures={}, accepted_not_testable={}, flaky={"X-001": "t"})
     assert not run_passes([flaky], {})
     assert run_passes([flaky], {}, baseline=True)
 
@@ -315,3 +316,21 @@ def test_a_failed_set_up_step_blames_nothing_and_blocks_the_rest():
     assert found_["A-1"] == (Outcome.NOT_TESTABLE, f"judged only in part: {reason}")
     assert found_["A-2"] == (Outcome.NOT_TESTABLE, reason)
     assert "TESTABILITY-001" not in found_  # judged by its own check, never failed from here
+
+
+def test_a_gns3_rule_is_not_applicable_to_a_target_without_the_gns3_api():
+    verdict = verdict_of(record(), [found(Outcome.FAILED)], capabilities={"channel_openai"}, gns3=False)
+    assert verdict.verdict == Verdict.NOT_APPLICABLE and "GNS3 chat API" in verdict.note
+
+
+def test_a_shared_channel_rule_applies_to_a_target_with_any_channel_and_only_then():
+    shared = record(section="Channels")
+    assert verdict_of(shared, [found(Outcome.FAILED)]).verdict == Verdict.NOT_APPLICABLE  # GNS3 only
+    judged = verdict_of(shared, [found(Outcome.FAILED)], capabilities={"channel_ag_ui"}, gns3=False)
+    assert judged.verdict == Verdict.FAIL
+
+
+def test_a_protocol_rule_applies_with_its_channel_only():
+    rule = record(section="AG-UI channel", capability="channel_ag_ui")
+    assert verdict_of(rule, [found(Outcome.PASSED)], capabilities={"channel_openai"}).verdict == Verdict.NOT_APPLICABLE
+    assert verdict_of(rule, [found(Outcome.PASSED)], capabilities={"channel_ag_ui"}, gns3=False).verdict == Verdict.PASS

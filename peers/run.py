@@ -1,0 +1,121 @@
+"""`python3 tasks.py peers` (= `python -m peers.run`): the suite against each peer, from a clean clone.
+
+For each peer (`--peer`, default all of peers.PEERS):
+
+1. install it from its pin list into .cache/peers/<peer>/venv (peers/install.py; reused while the list is unchanged);
+2. re-run itself inside `unshare -rn` (a user and network namespace whose only interface is loopback, brought up
+   with `ip link set lo up`), so that neither the peer nor the fake LLM can reach anything but 127.0.0.1;
+3. run the suite with the peer's target file peers/targets/<target>.yaml, judged against its baseline
+   peers/baselines/<target>.yaml (the suite starts the fake LLM and the peer, and stops both by pid);
+4. write the reports to reports/<target>/ and the findings document to docs/<target>.md.
+
+The exit status is 0 when every peer's run matches its baseline (no new failure, no stale entry).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from conformance.gns3.run import network_namespace_available
+
+from . import PEERS, REPO, get_peer
+from .install import ensure
+
+INSIDE = "COPILOT_PEERS_NETNS"
+
+
+def default_report_dir(target: str) -> Path:
+    return REPO / "reports" / target
+
+
+def default_doc(target: str) -> Path:
+    return REPO / "docs" / f"{target}.md"
+
+
+def _inside(name: str, report_dir: Path, doc: Path, jobs: int) -> int:
+    from conformance.engine import run_suite
+    from conformance.findings_doc import write_findings
+    from conformance.reports import write_reports
+    from conformance.reports.console import summary_text
+    from conformance.reports.model import report_data
+    from conformance.target import load_target
+
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    target = load_target(str(get_peer(name).target_file))
+    result = run_suite(target, jobs=jobs)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    paths = write_reports(result, report_dir)
+    click.echo(summary_text(report_data(result)))
+    write_findings(report_dir / "conformance.json", doc)
+    for path in [*paths, doc]:
+        click.echo(f"wrote {path}")
+    return 0 if result.passed else 1
+
+
+def run_peer(name: str, report_dir: Path, doc: Path, jobs: int) -> int:
+    """Install (cached), then run the suite against one peer inside `unshare -rn`; the run's exit code."""
+    started = time.monotonic()
+    ensure(name)
+    if not network_namespace_available():
+        sys.exit(
+            "cannot create a network namespace (`unshare -rn` with `ip`): a peer runs only inside one, so that "
+            "nothing it starts can reach beyond loopback"
+        )
+    command = [
+        "unshare",
+        "-rn",
+        sys.executable,
+        "-m",
+        "peers.run",
+        "--peer",
+        name,
+        "--report-dir",
+        str(report_dir),
+        "--doc",
+        str(doc),
+        "--jobs",
+        str(jobs),
+    ]
+    code = subprocess.run(command, env={**os.environ, INSIDE: "1"}, cwd=REPO).returncode
+    click.echo(f"peer {name}: the run took {time.monotonic() - started:.0f} s (exit {code})")
+    return code
+
+
+@click.command()
+@click.option(
+    "--peer",
+    "names",
+    multiple=True,
+    type=click.Choice(sorted(PEERS)),
+    help="A peer to run (repeatable).  [default: every peer]",
+)
+@click.option("--report-dir", type=click.Path(path_type=Path), help="With one --peer: where its reports go.")
+@click.option("--doc", type=click.Path(path_type=Path), help="With one --peer: its findings document.")
+@click.option("--jobs", default=6, show_default=True, help="Checks run at the same time.")
+def main(names: tuple[str, ...], report_dir: Path | None, doc: Path | None, jobs: int) -> None:
+    """Run the conformance suite against each peer in a loopback-only network namespace."""
+    names = names or tuple(PEERS)
+    if (report_dir or doc) and len(names) != 1:
+        raise click.UsageError("--report-dir and --doc go with exactly one --peer")
+    if os.environ.get(INSIDE) == "1":
+        sys.exit(_inside(names[0], report_dir.resolve(), doc.resolve(), jobs))
+    codes = {}
+    for name in names:
+        target = get_peer(name).target
+        codes[name] = run_peer(
+            name, (report_dir or default_report_dir(target)).resolve(), (doc or default_doc(target)).resolve(), jobs
+        )
+    failed = [name for name, code in codes.items() if code != 0]
+    if failed:
+        click.echo(f"peers whose run did not match its baseline: {', '.join(failed)}", err=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

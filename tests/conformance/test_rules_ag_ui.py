@@ -1,0 +1,181 @@
+"""The AG-UI rules of the suite (conformance/channels/rules_ag_ui.py): every golden stream of the reference server
+passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule fails on
+a golden stream broken in that one way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.channels import rules_ag_ui
+from conformance.channels.client import ChannelAnswer
+from conformance.channels.endpoints import STREAMING
+from conformance.channels.expected import ExpectedTurn, expected_turn
+from conformance.channels.sse import parse
+from conformance.exchanges import Exchange
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "spec" / "examples" / "channels" / "ag-ui"
+SCRIPTS = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "fake_llm" / "scripts").glob("*.yaml")}
+RECORDED_BY = {  # golden stream -> the fake-LLM script that recorded it (tools/record_channel_examples.py)
+    "plain-answer": "plain",
+    "tool-round-trip": "tool-round-trip",
+    "parallel-tool-calls": "parallel-tools",
+    "llm-error": "llm-error",
+    "mid-stream-error": "mid-stream-error",
+}
+HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+
+
+def golden(name: str) -> str:
+    return (EXAMPLES / f"{name}.sse").read_text()
+
+
+def expected(name: str) -> ExpectedTurn:
+    return expected_turn(SCRIPTS, RECORDED_BY[name])
+
+
+def answer(name: str, body: str | None = None, headers: dict[str, str] | None = None, **request: Any) -> ChannelAnswer:
+    """The answer to a request naming the golden's thread and run (or `request`'s)."""
+    started = events(golden(name))[0]
+    sent = {"threadId": started["threadId"], "runId": started["runId"], "messages": [], **request}
+    body = golden(name) if body is None else body
+    exchange = Exchange("POST", "http://target/ag-ui", json.dumps(sent), status=200)
+    return ChannelAnswer(
+        STREAMING["ag_ui"], exchange, headers=HEADERS if headers is None else headers, sse=parse(body), completed=True,
+        raw=body,
+    )  # fmt: skip
+
+
+def events(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in body.split("\n") if line.startswith("data: {")]
+
+
+def render(found: list[dict[str, Any]]) -> str:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in found)
+
+
+@pytest.mark.parametrize("name", RECORDED_BY)
+def test_every_golden_stream_passes(name: str):
+    assert rules_ag_ui.judge(answer(name), expected(name)) == []
+    assert rules_ag_ui.judge(answer(name), None) == []
+
+
+def edit(name: str, change: Callable[[list[dict[str, Any]]], Any]) -> ChannelAnswer:
+    found = events(golden(name))
+    change(found)
+    return answer(name, render(found))
+
+
+def drop(kind: str, nth: int = 0) -> Callable[[list[dict[str, Any]]], None]:
+    def change(found: list[dict[str, Any]]) -> None:
+        found.remove([e for e in found if e["type"] == kind][nth])
+
+    return change
+
+
+def setting(kind: str, nth: int = 0, **values: Any) -> Callable[[list[dict[str, Any]]], None]:
+    def change(found: list[dict[str, Any]]) -> None:
+        event = [e for e in found if e["type"] == kind][nth]
+        for key, value in values.items():
+            if value is None:
+                event.pop(key, None)
+            else:
+                event[key] = value
+
+    return change
+
+
+def inserting(event: dict[str, Any], before: str | None) -> Callable[[list[dict[str, Any]]], None]:
+    def change(found: list[dict[str, Any]]) -> None:
+        at = len(found) if before is None else next(i for i, e in enumerate(found) if e["type"] == before)
+        found.insert(at, event)
+
+    return change
+
+
+def args_after_end(found: list[dict[str, Any]]) -> None:
+    end = next(i for i, e in enumerate(found) if e["type"] == "TOOL_CALL_END")
+    found[end], found[end - 1] = found[end - 1], found[end]
+
+
+def other_arguments(found: list[dict[str, Any]]) -> None:
+    args = [e for e in found if e["type"] == "TOOL_CALL_ARGS"]
+    for event in args:
+        found.remove(event)
+    found.insert(found.index(next(e for e in found if e["type"] == "TOOL_CALL_END")),
+                 {"type": "TOOL_CALL_ARGS", "toolCallId": "call_rt_1", "delta": '{"detail": "full"}'})  # fmt: skip
+
+
+def finished_instead(found: list[dict[str, Any]]) -> None:
+    found[-1] = {"type": "RUN_FINISHED", "threadId": found[0]["threadId"], "runId": found[0]["runId"],
+                 "usage": [{"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}]}  # fmt: skip
+
+
+def failed_instead(found: list[dict[str, Any]]) -> None:
+    found[-1] = {"type": "RUN_ERROR", "message": "boom", "code": "llm_error",
+                 "usage": [{"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}]}  # fmt: skip
+
+
+P, T, R, E = "plain-answer", "tool-round-trip", "parallel-tool-calls", "llm-error"
+BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
+    ("content-type", P, lambda: answer(P, headers={"content-type": "application/json"}), "AGUI-002", "content-type"),
+    ("CRLF line ends", P, lambda: answer(P, golden(P).replace("\n", "\r\n")), "AGUI-002", "LF only"),
+    ("event field", P, lambda: answer(P, "event: run\n" + golden(P)), "AGUI-002", "fields besides data"),
+    ("[DONE]", P, lambda: answer(P, golden(P) + "data: [DONE]\n\n"), "AGUI-002", "no data: [DONE]"),
+    ("not JSON", P, lambda: answer(P, golden(P) + "data: {oops\n\n"), "AGUI-002", "not a JSON object"),
+    ("schema", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", delta=5)), "AGUI-002", "is invalid"),
+    ("unfinished frame", P, lambda: answer(P, golden(P) + 'data: {"type"'), "AGUI-002", "unfinished frame"),
+    ("RUN_STARTED not first", P, lambda: edit(P, drop("RUN_STARTED")), "AGUI-002", "not RUN_STARTED"),
+    ("another thread", P, lambda: answer(P, threadId="another"), "AGUI-002", "the request's was"),
+    ("another run", P, lambda: answer(P, runId="another"), "AGUI-002", "the request's was"),
+    ("a second RUN_STARTED", P, lambda: edit(P, inserting(events(golden(P))[0], "TEXT_MESSAGE_END")), "AGUI-002",
+     "a second RUN_STARTED"),
+    ("an event outside the mapping", P, lambda: edit(P, inserting({"type": "STATE_SNAPSHOT", "snapshot": {}},
+                                                                "TEXT_MESSAGE_END")), "AGUI-002",
+     "no part of the mapping"),
+    ("message without role assistant", P, lambda: edit(P, setting("TEXT_MESSAGE_START", role=None)), "AGUI-002",
+     "not assistant"),
+    ("content of no open message", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", 1, messageId="other")),
+     "AGUI-002", "not open"),
+    ("message open at the end", P, lambda: edit(P, drop("TEXT_MESSAGE_END")), "AGUI-002", "still open at RUN_FINISHED"),
+    ("text not the script's", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", 1, delta="seems ")), "AGUI-002",
+     "the text messages are"),
+    ("call without parentMessageId", T, lambda: edit(T, setting("TOOL_CALL_START", parentMessageId=None)), "AGUI-002",
+     "no parentMessageId"),
+    ("call parented to another message", R, lambda: edit(R, setting("TOOL_CALL_START", 1, parentMessageId="x")),
+     "AGUI-002", "different parents"),
+    ("call parented to the next generation's message", T, lambda: edit(T, setting(
+        "TOOL_CALL_START", parentMessageId="00000000-0000-4000-8000-000000000003")), "AGUI-002", "another generation"),
+    ("args after the end", T, lambda: edit(T, args_after_end), "AGUI-002", "in state ended"),
+    ("call open at the end", T, lambda: edit(T, drop("TOOL_CALL_END")), "AGUI-002", "still open"),
+    ("result of an unknown call", T, lambda: edit(T, setting("TOOL_CALL_RESULT", toolCallId="call_unknown")),
+     "AGUI-002", "an unknown call"),
+    ("result not role tool", T, lambda: edit(T, setting("TOOL_CALL_RESULT", role=None)), "AGUI-002", "not tool"),
+    ("no result", T, lambda: edit(T, drop("TOOL_CALL_RESULT")), "AGUI-002", "no TOOL_CALL_RESULT"),
+    ("arguments not the script's", T, lambda: edit(T, other_arguments), "AGUI-002", "the tool calls"),
+    ("no end of the run", P, lambda: edit(P, drop("RUN_FINISHED")), "AGUI-003", "never ends"),
+    ("an event after RUN_FINISHED", P, lambda: edit(P, inserting({"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                                                              None)), "AGUI-003", "events follow"),
+    ("RUN_FINISHED of another run", P, lambda: edit(P, setting("RUN_FINISHED", runId="another")), "AGUI-003",
+     "RUN_STARTED had"),
+    ("RUN_FINISHED without usage", P, lambda: edit(P, setting("RUN_FINISHED", usage=None)), "AGUI-003",
+     "must carry usage"),
+    ("RUN_ERROR without code", E, lambda: edit(E, setting("RUN_ERROR", code=None)), "AGUI-003", "has no code"),
+    ("RUN_ERROR with another code", E, lambda: edit(E, setting("RUN_ERROR", code="oops")), "AGUI-003",
+     "the turn's contract error"),
+    ("a failing turn finishing", E, lambda: edit(E, finished_instead), "AGUI-003", "but the run ends with"),
+    ("a finishing turn failing", P, lambda: edit(P, failed_instead), "AGUI-003", "does not fail"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "name", "broken", "requirement", "words"), BROKEN, ids=[c[0] for c in BROKEN])
+def test_each_rule_fails_on_a_stream_broken_that_way(case, name, broken, requirement, words):
+    found = rules_ag_ui.judge(broken(), expected(name))
+    assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
+    assert {v.requirement for v in found} <= {"AGUI-002", "AGUI-003"}

@@ -1,0 +1,205 @@
+"""The UI message stream rules of the suite (conformance/channels/rules_ui.py): every golden stream of the reference
+server passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule
+fails on a golden stream broken in that one way."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.channels import rules_ui
+from conformance.channels.client import ChannelAnswer
+from conformance.channels.endpoints import STREAMING
+from conformance.channels.expected import ExpectedTurn, expected_turn
+from conformance.channels.sse import parse
+from conformance.exchanges import Exchange
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "spec" / "examples" / "channels" / "ui"
+SCRIPTS = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "fake_llm" / "scripts").glob("*.yaml")}
+RECORDED_BY = {  # golden stream -> the fake-LLM script that recorded it (tools/record_channel_examples.py)
+    "plain-answer": "plain",
+    "tool-round-trip": "tool-round-trip",
+    "parallel-tool-calls": "parallel-tools",
+    "llm-error": "llm-error",
+    "mid-stream-error": "mid-stream-error",
+}
+HEADERS = {
+    "content-type": "text/event-stream; charset=utf-8",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+}
+
+
+def golden(name: str) -> str:
+    return (EXAMPLES / f"{name}.sse").read_text()
+
+
+def expected(name: str) -> ExpectedTurn:
+    return expected_turn(SCRIPTS, RECORDED_BY[name])
+
+
+def answer(body: str, headers: dict[str, str] | None = None, chat_id: str | None = None) -> ChannelAnswer:
+    named = re.search(r'"sessionId": ?"([^"]+)"', body)
+    request = {"id": chat_id or (named.group(1) if named else None), "messages": [], "trigger": "submit-message"}
+    exchange = Exchange("POST", "http://target/ui", json.dumps(request), status=200)
+    return ChannelAnswer(
+        STREAMING["ui"], exchange, headers=HEADERS if headers is None else headers, sse=parse(body), completed=True,
+        raw=body,
+    )  # fmt: skip
+
+
+def chunks(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in body.split("\n") if line.startswith("data: {")]
+
+
+def render(found: list[dict[str, Any]], done: bool = True) -> str:
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in found) + ("data: [DONE]\n\n" if done else "")
+
+
+@pytest.mark.parametrize("name", RECORDED_BY)
+def test_every_golden_stream_passes(name: str):
+    assert rules_ui.judge(answer(golden(name)), expected(name)) == []
+    assert rules_ui.judge(answer(golden(name)), None) == []
+
+
+def edit(name: str, change: Callable[[list[dict[str, Any]]], Any]) -> str:
+    found = chunks(golden(name))
+    change(found)
+    return render(found)
+
+
+def drop(kind: str, nth: int = 0) -> Callable[[list[dict[str, Any]]], None]:
+    def change(found: list[dict[str, Any]]) -> None:
+        found.remove([c for c in found if c["type"] == kind][nth])
+
+    return change
+
+
+def setting(kind: str, nth: int = 0, **values: Any) -> Callable[[list[dict[str, Any]]], None]:
+    def change(found: list[dict[str, Any]]) -> None:
+        chunk = [c for c in found if c["type"] == kind][nth]
+        for key, value in values.items():
+            if value is None:
+                chunk.pop(key, None)
+            else:
+                chunk[key] = value
+
+    return change
+
+
+def inserting(chunk: dict[str, Any], before: str) -> Callable[[list[dict[str, Any]]], None]:
+    def change(found: list[dict[str, Any]]) -> None:
+        found.insert(next(i for i, c in enumerate(found) if c["type"] == before), chunk)
+
+    return change
+
+
+def merged_steps(found: list[dict[str, Any]]) -> None:
+    """The two generations in one step: the finish-step / start-step between them left out."""
+    middle = next(i for i, c in enumerate(found) if c["type"] == "finish-step")
+    del found[middle : middle + 2]
+
+
+def renamed_tool(found: list[dict[str, Any]]) -> None:
+    for chunk in found:
+        if chunk.get("toolName"):
+            chunk["toolName"] = "another_tool"
+
+
+def text_after_error(found: list[dict[str, Any]]) -> None:
+    error = next(c for c in found if c["type"] == "error")
+    found.remove(error)
+    found.insert(2, error)
+
+
+def finish_before_finish_step(found: list[dict[str, Any]]) -> None:
+    found[-1], found[-2] = found[-2], found[-1]
+
+
+def delta_before_start(found: list[dict[str, Any]]) -> None:
+    start = next(i for i, c in enumerate(found) if c["type"] == "tool-input-start")
+    found[start], found[start + 1] = found[start + 1], found[start]
+
+
+P, T, E, M = "plain-answer", "tool-round-trip", "llm-error", "mid-stream-error"
+# (case, golden, broken body or headers, requirement, words of the violation)
+BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
+    ("content-type", P, lambda: answer(golden(P), {**HEADERS, "content-type": "application/json"}), "UI-002",
+     "content-type"),
+    ("protocol header", P, lambda: answer(golden(P), {**HEADERS, "x-vercel-ai-ui-message-stream": "v2"}), "UI-002",
+     "x-vercel-ai-ui-message-stream"),
+    ("cache-control", P, lambda: answer(golden(P), {**HEADERS, "cache-control": "max-age=60"}), "UI-002",
+     "cache-control"),
+    ("x-accel-buffering", P, lambda: answer(golden(P), {k: v for k, v in HEADERS.items() if k != "x-accel-buffering"}),
+     "UI-002", "x-accel-buffering"),
+    ("CRLF line ends", P, lambda: answer(golden(P).replace("\n", "\r\n")), "UI-002", "line ends"),
+    ("event field", P, lambda: answer(golden(P).replace("data: {\"type\":\"start-step\"}",
+                                                        "event: step\ndata: {\"type\":\"start-step\"}")),
+     "UI-002", "fields besides data"),
+    ("not JSON", P, lambda: answer(golden(P).replace("data: {\"type\":\"start-step\"}", "data: {start-step")),
+     "UI-002", "not a JSON object"),
+    ("schema", P, lambda: answer(edit(P, setting("start", messageId=7))), "UI-002", "invalid for `ai`"),
+    ("no [DONE]", P, lambda: answer(render(chunks(golden(P)), done=False)), "UI-002", "does not end with data: [DONE]"),
+    ("a frame after [DONE]", P, lambda: answer(golden(P) + "data: {\"type\":\"start-step\"}\n\n"), "UI-002",
+     "follows data: [DONE]"),
+    ("unfinished frame", P, lambda: answer(golden(P) + "data: {\"type\""), "UI-002", "unfinished frame"),
+    ("no start", P, lambda: answer(edit(P, drop("start")), chat_id="example-plain-answer"), "UI-003", "not start"),
+    ("start without sessionId", P, lambda: answer(edit(P, setting("start", messageMetadata={}))), "UI-003",
+     "no sessionId"),
+    ("start without messageId", P, lambda: answer(edit(P, setting("start", messageId=None))), "UI-003",
+     "no messageId"),
+    ("another session than the chat id", P, lambda: answer(golden(P), chat_id="another"), "UI-003",
+     "the request's chat id"),
+    ("a second start", P, lambda: answer(edit(P, inserting(chunks(golden(P))[0], "finish-step"))), "UI-003",
+     "a second start"),
+    ("no start-step", P, lambda: answer(edit(P, drop("start-step"))), "UI-003", "start-step must follow start"),
+    ("a chunk outside the mapping", P, lambda: answer(edit(P, inserting({"type": "reasoning-start", "id": "r"},
+                                                                         "finish-step"))), "UI-003",
+     "no part of the mapping"),
+    ("text-delta of no open part", P, lambda: answer(edit(P, setting("text-delta", 1, id="other"))), "UI-003",
+     "which is not open"),
+    ("text part open at finish-step", P, lambda: answer(edit(P, drop("text-end"))), "UI-003",
+     "still open at finish-step"),
+    ("text not the script's", P, lambda: answer(edit(P, setting("text-delta", 1, delta="seems "))), "UI-003",
+     "streams the text"),
+    ("tool delta before its start", T, lambda: answer(edit(T, delta_before_start)), "UI-003", "out of order"),
+    ("tool not provider-executed", T, lambda: answer(edit(T, setting("tool-input-start", providerExecuted=None))),
+     "UI-003", "providerExecuted"),
+    ("input not the deltas", T, lambda: answer(edit(T, setting("tool-input-available", input={"detail": "full"}))),
+     "UI-003", "parse to"),
+    ("no output before finish-step", T, lambda: answer(edit(T, drop("tool-output-available"))), "UI-003",
+     "no tool-output-available"),
+    ("generations in one step", T, lambda: answer(edit(T, merged_steps)), "UI-003", "1 steps"),
+    ("tool call not the script's", T, lambda: answer(edit(T, renamed_tool)), "UI-003", "has the tool calls"),
+    ("a failing turn without error", E, lambda: answer(edit(E, drop("error"))), "UI-003", "expected one error chunk"),
+    ("an error in a finishing turn", P, lambda: answer(edit(P, inserting({"type": "error", "errorText": "x"},
+                                                                          "finish-step"))), "UI-003",
+     "does not fail"),
+    ("error without errorText", E, lambda: answer(edit(E, setting("error", errorText=" "))), "UI-003",
+     "no errorText"),
+    ("chunks after the error", M, lambda: answer(edit(M, text_after_error)), "UI-003", "follows the error chunk"),
+    ("no finish", P, lambda: answer(edit(P, drop("finish"))), "UI-003", "never sends finish"),
+    ("finish before finish-step", P, lambda: answer(edit(P, finish_before_finish_step)), "UI-003",
+     "finish must follow finish-step"),
+    ("finish names another session", P, lambda: answer(edit(P, setting(
+        "finish", messageMetadata={"sessionId": "x", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}
+    ))), "UI-003", "finish names the session"),
+    ("finish without usage", P, lambda: answer(edit(P, setting(
+        "finish", messageMetadata={"sessionId": "example-plain-answer", "usage": {"inputTokens": 1}}
+    ))), "UI-003", "lacks non-negative integers"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "name", "broken", "requirement", "words"), BROKEN, ids=[c[0] for c in BROKEN])
+def test_each_rule_fails_on_a_stream_broken_that_way(case, name, broken, requirement, words):
+    found = rules_ui.judge(broken(), expected(name))
+    assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
+    assert {v.requirement for v in found} <= {"UI-002", "UI-003"}
