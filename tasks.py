@@ -5,6 +5,8 @@
     python3 tasks.py test          the project's tests (what .ci/run runs)
     python3 tasks.py generate      regenerate generated/ from spec/
     python3 tasks.py gns3          the suite against the real gns3-server (3.1.0a7; --version V, --matrix: README)
+    python3 tasks.py peers         install the peers (third-party servers of our agent, peers/), then the suite
+                                   against each (--install-only: install only)
     python3 tasks.py bench         benchmarks of the reference server (prints ratios; see bench/README.md)
     python3 tasks.py lock          re-resolve requirements/lock.txt from the ranges in pyproject.toml
 
@@ -163,6 +165,20 @@ def cmd_gns3(extra: list[str]) -> int:
     return _run(python, "-m", "conformance.gns3.run", *extra, check=False)
 
 
+def cmd_peers(extra: list[str]) -> int:
+    """Install every peer into its own pinned environment (peers/install.py); then, unless --install-only, hand the
+    other arguments to `python -m peers.run` (the suite against each peer), once that module exists."""
+    python = ensure_venv()
+    install_only = "--install-only" in extra
+    code = _run(python, "-m", "peers.install", check=False)
+    if code != 0 or install_only:
+        return code
+    if not (ROOT / "peers" / "run.py").exists():
+        print("peers/run.py does not exist yet: the peers are installed, nothing was run", flush=True)
+        return code
+    return _run(python, "-m", "peers.run", *(a for a in extra if a != "--install-only"), check=False)
+
+
 def cmd_bench(extra: list[str]) -> int:
     python = ensure_venv()
     return _run(python, "-m", "bench", *extra, check=False)
@@ -199,6 +215,7 @@ COMMANDS = {
     "conformance": cmd_conformance,
     "generate": cmd_generate,
     "gns3": cmd_gns3,
+    "peers": cmd_peers,
     "bench": cmd_bench,
     "lock": cmd_lock,
 }

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = {"spec", "generated", "fake_llm", "reference_server", "conformance", "tests", "bench", "tools"}
+PROJECT = {"spec", "generated", "fake_llm", "reference_server", "conformance", "tests", "bench", "tools", "peers"}
 # The import name of each folder installed under another name (pyproject.toml, [tool.setuptools] package-dir).
 FOLDER_OF = {"gns3_copilot_spec": "spec", "gns3_copilot_generated": "generated"}
 # package -> the project packages it may import
@@ -19,6 +19,8 @@ ALLOWED = {
     "fake_llm": {"spec"},
     "reference_server": {"spec", "generated", "fake_llm"},
     "conformance": {"spec", "generated", "fake_llm"},
+    # the peers serve the reference server's agent and run the suite against third-party servers
+    "peers": {"spec", "generated", "fake_llm", "reference_server", "conformance"},
 }
 
 
