@@ -71,9 +71,9 @@ def _spoken(outcome: Outcome) -> str:
 
 
 # Sections of spec/requirements.yaml whose rules are those of a channel (each rule there names its capability), and
-# the section of the rules every channel shares; every other section is the GNS3 chat API's (`channel_gns3`).
+# the sections of the rules every channel shares; every other section is the GNS3 chat API's (`channel_gns3`).
 CHANNEL_SECTIONS = frozenset({"OpenAI channel", "UI message stream channel", "AG-UI channel"})
-SHARED_CHANNEL_SECTION = "Channels"
+SHARED_CHANNEL_SECTIONS = frozenset({"Channels", "Across channels"})
 CHANNEL_CAPABILITIES = frozenset({"channel_openai", "channel_ui", "channel_ag_ui"})
 
 
@@ -83,7 +83,7 @@ def not_applicable(record: dict[str, Any], capabilities: set[str]) -> str | None
     if capability and capability not in capabilities:
         return f"capability `{capability}` not declared"
     section = record["section"]
-    if section == SHARED_CHANNEL_SECTION:
+    if section in SHARED_CHANNEL_SECTIONS:
         if not capabilities & CHANNEL_CAPABILITIES:
             return "the target declares no channel besides the GNS3 chat API (channels)"
     elif section not in CHANNEL_SECTIONS and "channel_gns3" not in capabilities:

@@ -68,6 +68,16 @@ class Endpoint:
         """The stream ended as the channel's mapping ends an aborted turn (CHANNEL-009)."""
         raise NotImplementedError
 
+    def ended(self, answer: ChannelAnswer) -> bool:
+        """The answer holds the protocol's last message ([DONE], response.completed or failed, RUN_FINISHED or
+        RUN_ERROR): the whole turn arrived, whatever the suite did after."""
+        if answer.sse is None:
+            return False
+        if any(frame.is_done for frame in answer.sse.messages):
+            return True
+        ends = ("response.completed", "response.failed", "RUN_FINISHED", "RUN_ERROR")
+        return any(payload.get("type") in ends for payload in _dicts(answer))
+
     def text(self, answer: ChannelAnswer) -> str:
         raise NotImplementedError
 

@@ -49,6 +49,7 @@ AREAS: dict[str, str] = {
     "The fake LLM": "fake_llm",  # rules of the harness: excluded, no module
     # The channels' rules: judged for the channels a target declares (target file `channels`).
     "Channels": "channels",
+    "Across channels": "across_channels",
     "OpenAI channel": "channel_openai",
     "UI message stream channel": "channel_ui",
     "AG-UI channel": "channel_ag_ui",

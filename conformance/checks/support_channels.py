@@ -10,6 +10,7 @@ written once: one scripted turn on a declared endpoint, judged in every way a tu
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +20,14 @@ from ..channels.endpoints import STREAMING, Endpoint, declared
 from ..channels.expected import ExpectedTurn, expected_turn
 from ..channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
 from ..context import CheckContext
-from ..errors import Blocked, NotTestable
+from ..errors import Blocked, BlockedBy, NotTestable
 from ..exchanges import json_or_none
 from ..violations import Violation
+from .support import find_session, generation_started, history, wait_for
 
+# The contract's path of each channel under the chat prefix (CHANNEL-001, the `channels` tag of openapi.yaml).
+CONTRACT_PATHS = {"openai": "/openai/v1", "ui": "/ui", "ag_ui": "/ag-ui"}
+SETTLE_SECONDS = 10.0  # how long a turn cut short may take to be written (history, statistics)
 # endpoint name -> its protocol's rules: (answer, expected turn or None) -> violations, each naming its requirement.
 Rules = Callable[[ChannelAnswer, ExpectedTurn | None], list[Violation]]
 
@@ -83,6 +88,44 @@ async def post_turn(
     answer = await channel.post(chosen, body, user=user, stop_when=stop_when)
     answer.message = ctx.message(script, run=run)  # as the server must store it (what the body's protocol carried)
     return Turn(answer, expected_turn(ctx.env.scripts, script), run)
+
+
+def _went_as_scripted(turn: Turn, generations: list[dict[str, Any]]) -> bool:
+    """The turn reached the model as its script says: every generation of a turn that finishes was served (a tool
+    turn's second one included), at least the first of a turn scripted to fail."""
+    steps = len(turn.expected.generations)
+    if turn.expected.fails:
+        return len(generations) >= 1
+    return len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps])
+
+
+async def require_scripted(ctx: CheckContext, turn: Turn, requirement: str, *, cut: bool = False) -> None:
+    """Stop the check unless the turn's scenario happened: streamed, ended by the server, and its generations
+    served by the fake LLM as scripted (`cut`: a turn the suite left on purpose, whose first generation the model
+    received). When it did not, a plain control turn on the same endpoint in a new session
+    tells whose failure it is: not served either, the check is blocked by TESTABILITY-001 (nothing this check
+    judges is to blame); served, the scenario's failure is `requirement`'s."""
+    answer = turn.answer
+    generations = await ctx.llm.main_requests(turn.run)
+    if cut:  # the suite went away on purpose: the turn must have started, and reached the model
+        if answer.status == 200 and answer.streamed and generations:
+            return
+    elif answer.status == 200 and answer.streamed and answer.completed and _went_as_scripted(turn, generations):
+        return
+    streamed = answer.status == 200 and answer.streamed
+    why = (
+        f"the {turn.expected.script} turn on {answer.endpoint.name} did not go as scripted ("
+        f"{'streamed' if streamed else answer.describe()}; {len(generations)} generation(s) reached the fake LLM)"
+    )
+    control = await post_turn(ctx, answer.endpoint, "cs-plain", label=f"control-{answer.endpoint.name}")
+    served = (
+        control.answer.status == 200 and control.answer.completed and bool(await ctx.llm.main_requests(control.run))
+    )
+    if not served:
+        raise BlockedBy(
+            "TESTABILITY-001", f"{why}; a plain turn in a new session is not served either: {control.answer.describe()}"
+        )
+    raise Blocked(requirement, why, (answer.exchange,))
 
 
 def require_stream(ctx: CheckContext, answer: ChannelAnswer, requirement: str) -> None:
@@ -156,3 +199,115 @@ def _ag_ui_case(answer: ChannelAnswer) -> dict[str, Any]:
         if isinstance(request.get(key), str):
             case[key] = request[key]
     return case
+
+
+# --- shared by the checks of channels.py and across_channels.py ----------------------------------------------
+
+
+def refused_before_stream(answer: ChannelAnswer) -> bool:
+    """Answered before any stream: not a 200, and not an event stream."""
+    return answer.status is not None and answer.status != 200 and not answer.streamed
+
+
+def refusal_code(answer: ChannelAnswer) -> Any:
+    return answer.endpoint.refusal_code(answer.exchange.body)
+
+
+def judge_refusal(ctx: CheckContext, requirement: str, answer: ChannelAnswer, status: int, code: str, what: str):
+    ok = refused_before_stream(answer) and answer.status == status and refusal_code(answer) == code
+    ctx.findings.expect(
+        requirement,
+        ok,
+        f"{answer.endpoint.name}, {what}: expected {status} `{code}` before any stream; {answer.describe()}",
+        answer.exchange,
+    )
+
+
+async def gns3_turn(ctx: CheckContext, script: str, run: str, session_id: str | None = None):
+    body: dict[str, Any] = {"message": ctx.message(script, run=run)}
+    if session_id is not None:
+        body["session_id"] = session_id
+    return await ctx.client.stream(body)
+
+
+def new_session(chosen: Endpoint) -> str:
+    """A session id the suite makes up: UI and AG-UI clients name their chats; OpenAI's metadata may too."""
+    return chosen.new_session_id() or str(uuid.uuid4())
+
+
+def contract_path(ctx: CheckContext, channel: str) -> str:
+    return ctx.env.prefix() + CONTRACT_PATHS[channel]
+
+
+async def not_received(ctx: CheckContext, run: str, texts: list[str]) -> list[str]:
+    """Which of `texts` the fake LLM's first generation of `run` did NOT receive in its messages."""
+    records = await ctx.llm.main_requests(run)
+    if not records:
+        return texts
+    seen = " ".join(str(m.get("content")) for m in records[0].get("messages") or [] if isinstance(m, dict))
+    return [text for text in texts if text not in seen]
+
+
+async def model_reached(ctx: CheckContext, run: str, seconds: float) -> bool:
+    """The fake LLM received the turn's first generation (the turn holds its session)."""
+    return bool(await wait_for(lambda: generation_started(ctx, [run]), seconds=seconds, interval=0.05))
+
+
+async def settled_session(ctx: CheckContext, session: str, want_messages: int) -> dict[str, Any] | None:
+    async def probe():
+        found = await find_session(ctx, session, "CHANNEL-003")
+        return found if found and found.get("message_count") == want_messages else None
+
+    return await wait_for(probe, seconds=SETTLE_SECONDS, interval=0.25) or await find_session(
+        ctx, session, "CHANNEL-003"
+    )
+
+
+def last_message_as(chosen: Endpoint, body: dict[str, Any], role: str) -> dict[str, Any]:
+    """`body` whose last message (OpenAI messages or input, UI and AG-UI messages) has `role`."""
+    body = chosen.with_history(body, [])  # Responses: the input string as a list of messages
+    key = "messages" if "messages" in body else "input"
+    messages = [dict(m) for m in body[key]]
+    messages[-1]["role"] = role
+    return {**body, key: messages}
+
+
+def client_tool_bodies(channel: ChannelClient, ctx: CheckContext, chosen: Endpoint) -> list[tuple[str, dict, str]]:
+    base = channel.request(chosen, "cs-plain", session_id=chosen.new_session_id(), run=run_tag(ctx, "t"))
+    function = {"name": "cs_client_tool", "description": "A tool of the client", "parameters": {"type": "object"}}
+    if chosen.name == "openai_chat":
+        return [
+            ("tools", {**base, "tools": [{"type": "function", "function": function}]}, "client_tools_not_supported"),
+            ("functions", {**base, "functions": [function]}, "client_tools_not_supported"),
+        ]
+    if chosen.name == "openai_responses":
+        return [("tools", {**base, "tools": [{"type": "function", **function}]}, "client_tools_not_supported")]
+    if chosen.name == "ag_ui":
+        return [("tools", {**base, "tools": [function]}, "client_tools_not_supported")]
+    regenerate = {**base, "trigger": "regenerate-message", "messageId": uuid.uuid4().hex}
+    return [("trigger regenerate-message", regenerate, "regenerate_not_supported")]
+
+
+async def kept_problems(ctx: CheckContext, session: str, message: str) -> list[str]:
+    """What is still wrong, once settled, with a session whose turn was cut short: its history holds the turn's
+    user message, and the listed message_count equals the history."""
+    problems: list[str] = []
+
+    async def probe() -> bool:
+        problems.clear()
+        messages = (await history(ctx, session, "CHANNEL-009"))["messages"]
+        if message not in [m.get("content") for m in messages if m.get("role") == "user"]:
+            problems.append("the history does not hold the turn's user message")
+        listed = await find_session(ctx, session, "CHANNEL-009") or {}
+        counted = [m for m in messages if m.get("role") in ("user", "assistant", "tool")]
+        if listed.get("message_count") != len(counted):
+            problems.append(f"message_count {listed.get('message_count')!r}, the history holds {len(counted)}")
+        return not problems
+
+    await wait_for(probe, seconds=SETTLE_SECONDS + ctx.env.slow_tool_seconds, interval=0.25)
+    return problems
+
+
+def first_words(frame: Any) -> bool:
+    """The first text of the dribbling answer (`One `) arrived: the model is answering, the turn is running."""
+    return frame.data is not None and "One " in frame.data

@@ -117,4 +117,18 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "tool_calls.accumulation": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
     "tool_calls.parallel": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
     "tool_calls.failing_tool": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+    # The channels: a channel turn the model does not serve is no scenario; its control turn is not served either.
+    "channels.paths": _blocked(),
+    "across_channels.one_session": _blocked(),
+    "across_channels.busy": _blocked(),
+    "across_channels.managed_as_sessions": _blocked(),
+    "across_channels.statistics": _blocked(),
+    "channels.usage": _blocked(),
+    "channels.conversation": _blocked(),
+    "channels.refusals": _blocked(),  # the other user's session is made by a turn first
+    "channels.client_tools": _always("its scenario is requests refused before any turn, which no model is needed for"),
+    "channels.heartbeat": _blocked(),
+    "channels.disconnect": Missing(ONE_PIECE, reason_has="nothing was cut"),
+    "channels.abort": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
+    "channels.in_stream_errors": _blocked(),
 }

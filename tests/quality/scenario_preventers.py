@@ -25,15 +25,23 @@ class Preventer:
     apply: Callable[[], None]
 
 
+# The turns of the channels (the reference target's preflight uses POST /stream only: every channel turn is a check's).
+CHANNEL_TURNS = r"/(openai/v1/chat/completions|openai/v1/responses|ui|ag-ui)$"
+
+
 def _mark_check_turns() -> None:
-    """Mark the handling of every stream request but preflight's (the body is left as sent)."""
+    """Mark the handling of every stream request but preflight's, on every channel (the body is left as sent)."""
 
     def change(body: dict) -> None:
         message = body.get("message")
         if isinstance(message, str) and not message.startswith("Preflight"):
             _IN_CHECK.set(True)
 
+    def channel_turn(_body: dict) -> None:
+        _IN_CHECK.set(True)
+
     edit_request_body(r"/stream$", change)
+    edit_request_body(CHANNEL_TURNS, channel_turn)
 
 
 def _llm_down() -> None:

@@ -1,0 +1,167 @@
+"""The AG-UI channel (AGUI-*): the RunAgentInput HttpAgent sends, and the run judged by the protocol's rules
+(conformance/channels/rules_ag_ui.py) and by @ag-ui/client's own pipeline over each recorded body."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+from ..channels import official, rules_ag_ui
+from ..channels.client import ChannelAnswer
+from ..channels.expected import ExpectedTurn
+from ..channels.real_clients import ClientRead
+from ..context import CheckContext
+from ..errors import HarnessError
+from ..violations import Violation
+from . import check
+from .support_channels import client, endpoint, post_turn, real_client_reads, record, run_tag
+
+SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+TEMPERATURE = 0.7
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _tool_calls(read: ClientRead) -> list[tuple[Any, Any]]:
+    """(name, parsed arguments) of the tool calls the client's new assistant messages hold."""
+    calls = []
+    for message in read.detail.get("newMessages") or []:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for call in message.get("toolCalls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                try:
+                    arguments = json.loads(function.get("arguments") or "")
+                except (TypeError, ValueError):
+                    arguments = function.get("arguments")
+                calls.append((function.get("name"), arguments))
+    return calls
+
+
+def client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violation]:
+    """What @ag-ui/client's HttpAgent made of the body: the run accepted with the scripted text and tool calls, or,
+    for a failing turn, ended by the run error with the contract's code; a rejection is what its user would see."""
+    if not read.ok:
+        return [Violation("AGUI-002", f"@ag-ui/client rejected the run: {read.error}")]
+    if expected.fails:
+        if read.error_code != rules_ag_ui.FAILED_CODE:
+            run_error = read.detail.get("runError")
+            return [
+                Violation(
+                    "AGUI-003",
+                    f"@ag-ui/client saw the failing run end with {_short(run_error)}, not a run error with code "
+                    f"{rules_ag_ui.FAILED_CODE}",
+                )
+            ]
+        return []
+    found = []
+    if read.text != expected.text:
+        found.append(
+            Violation("AGUI-002", f"@ag-ui/client assembled {read.text!r}; the script streamed {expected.text!r}")
+        )
+    want = [(call.name, call.arguments) for call in expected.tool_calls]
+    if _tool_calls(read) != want:
+        found.append(
+            Violation(
+                "AGUI-002", f"@ag-ui/client assembled the tool calls {_short(_tool_calls(read))}; expected {want}"
+            )
+        )
+    return found
+
+
+def _event(answer: ChannelAnswer, kinds: tuple[str, ...]) -> dict[str, Any]:
+    found = [e for e in answer.payloads if isinstance(e, dict) and e.get("type") in kinds]
+    return found[0] if found else {}
+
+
+@check("channel_ag_ui.input")
+async def input_(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "ag_ui")
+    channel = client(ctx)
+    thread_id = chosen.new_session_id() or str(uuid.uuid4())
+    first_run, second_run = run_tag(ctx, "first"), run_tag(ctx, "second")
+    # A RunAgentInput as HttpAgent sends it, with state and context (ignored) and a temperature in forwardedProps.
+    first = channel.request(chosen, "cs-plain", session_id=thread_id, run=first_run)
+    first |= {
+        "state": {"conformance": "ignored"},
+        "context": [{"description": "ignored by the server", "value": "conformance"}],
+        "forwardedProps": {"temperature": TEMPERATURE},
+    }
+    own = official.errors("ag_ui_run_agent_input", first)
+    if own:
+        raise HarnessError(f"the suite's RunAgentInput is invalid: {own}")
+    answer = await channel.post(chosen, first)
+    ctx.findings.require(
+        answer.status == 200 and answer.streamed and answer.completed,
+        "AGUI-001",
+        f"a RunAgentInput for a new thread, with state, context and a temperature, was not answered with a stream: "
+        f"{answer.describe()}",
+        answer.exchange,
+    )
+    problems = _echoes(answer, first)
+    generations = await ctx.llm.main_requests(first_run)
+    if not generations:
+        problems.append("the first run made no generation of the fake LLM")
+    temperatures = {g.get("temperature") for g in generations}
+    if generations and temperatures != {TEMPERATURE}:
+        problems.append(f"forwardedProps.temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
+
+    # The same thread again, with the conversation as HttpAgent keeps it: the session continues.
+    second = channel.request(chosen, "cs-plain", session_id=thread_id, run=second_run)
+    assistant = {"id": uuid.uuid4().hex, "role": "assistant", "content": answer.text}
+    second["messages"] = first["messages"] + [assistant] + second["messages"]
+    again = await channel.post(chosen, second)
+    ctx.findings.require(
+        again.status == 200 and again.streamed and again.completed,
+        "AGUI-001",
+        f"a second run on the same thread was not answered with a stream: {again.describe()}",
+        again.exchange,
+    )
+    problems += _echoes(again, second)
+    sent = [json.dumps(g.get("messages")) for g in await ctx.llm.main_requests(second_run)]
+    if not sent:
+        problems.append("the second run made no generation of the fake LLM")
+    elif not all(first_run in text for text in sent):
+        problems.append(
+            f"the second run's generations do not carry the first one (its message tagged {first_run}): "
+            "the thread's session was not continued"
+        )
+    ctx.findings.expect("AGUI-001", not problems, "; ".join(problems), answer.exchange, again.exchange)
+
+
+def _echoes(answer: ChannelAnswer, body: dict[str, Any]) -> list[str]:
+    """RUN_STARTED names the request's thread and run, and RUN_FINISHED the same run."""
+    problems = []
+    started, finished = _event(answer, ("RUN_STARTED",)), _event(answer, ("RUN_FINISHED",))
+    for name, event, keys in (("RUN_STARTED", started, ("threadId", "runId")), ("RUN_FINISHED", finished, ("runId",))):
+        for key in keys:
+            if event.get(key) != body[key]:
+                problems.append(f"{name} has {key} {event.get(key)!r}; the request's was {body[key]!r}")
+    return problems
+
+
+@check("channel_ag_ui.run")
+async def run(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "ag_ui")
+    scripts = [s for s in SCENARIOS if s in ctx.env.scripts]
+    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=s.removeprefix("cs-")) for s in scripts))
+    judged = []
+    for turn in turns:
+        answer = turn.answer
+        if answer.status != 200 or not answer.streamed or not answer.completed:
+            ended = "" if answer.completed else " (the stream did not end)"
+            record(ctx, [Violation("AGUI-002", f"the run was not streamed{ended}: {answer.describe()}")], answer, set())
+            continue
+        judged.append(turn)
+    reads = await real_client_reads(ctx, [turn.answer for turn in judged])
+    for turn, read in zip(judged, reads, strict=True):
+        found = rules_ag_ui.judge(turn.answer, turn.expected) + client_violations(read, turn.expected)
+        record(ctx, found, turn.answer, {"AGUI-002", "AGUI-003"})
+    if len(judged) < len(turns):
+        ctx.findings.not_testable("AGUI-003", "some runs were not streamed: how they end could not be judged")

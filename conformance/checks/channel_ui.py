@@ -1,0 +1,249 @@
+"""The Vercel AI SDK UI message stream channel (UI-*): the request DefaultChatTransport sends, the stream judged by
+the protocol's rules (conformance/channels/rules_ui.py) and by `ai`'s own readUIMessageStream over each recorded body,
+and the session's history as UIMessage[] judged by the official schema and `ai`'s validateUIMessages."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+from ..channels import node, official, rules_ui
+from ..channels.client import ChannelAnswer
+from ..channels.expected import ExpectedTurn
+from ..channels.real_clients import ClientRead
+from ..context import CheckContext
+from ..errors import BlockedBy, NotTestable
+from ..exchanges import json_or_none
+from ..violations import Violation
+from . import check
+from .support_channels import client, endpoint, post_turn, real_client_reads, record, run_tag
+
+SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+TEMPERATURE = 0.7
+
+
+def _label(script: str) -> str:
+    return script.removeprefix("cs-")
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _tool_parts(message: Any) -> list[dict[str, Any]]:
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return [p for p in parts or [] if isinstance(p, dict) and str(p.get("type", "")).startswith("tool-")]
+
+
+def client_violations(read: ClientRead, expected: ExpectedTurn, answer: ChannelAnswer) -> list[Violation]:
+    """What `ai`'s readUIMessageStream made of the body: the scripted text and tool parts for a finishing turn, the
+    turn's error (its errorText) for a failing one; any other rejection is what a useChat user would see fail."""
+    if expected.fails:
+        if read.ok:
+            return [Violation("UI-003", "`ai` read the failing turn to its end without the error it should report")]
+        message = (read.detail.get("error") or {}).get("message")
+        error = answer.error or {}
+        if message != error.get("message"):
+            return [
+                Violation(
+                    "UI-003",
+                    f"`ai` rejected the stream with {read.error!r}, not with the turn's errorText "
+                    f"{error.get('message')!r}",
+                )
+            ]
+        return []
+    if not read.ok:
+        return [Violation("UI-003", f"`ai`'s readUIMessageStream rejected the stream: {read.error}")]
+    found = []
+    if read.text != expected.text:
+        found.append(
+            Violation("UI-003", f"`ai` assembled the text {read.text!r}; the script streamed {expected.text!r}")
+        )
+    tools = _tool_parts(read.detail.get("message"))
+    got = [(str(p.get("type"))[5:], p.get("state"), p.get("input"), p.get("providerExecuted")) for p in tools]
+    want = [(call.name, "output-available", call.arguments, True) for call in expected.tool_calls]
+    if got != want:
+        found.append(Violation("UI-003", f"`ai` assembled the tool parts {_short(got)}; expected {_short(want)}"))
+    return found
+
+
+async def validate_ui_messages(messages: list[Any]) -> list[dict[str, Any]]:
+    """`ai`'s safeValidateUIMessages over each UIMessage[] (one Node process for the batch)."""
+    cases = [{"messages": each} for each in messages]
+    return await asyncio.to_thread(node.run_driver, "ui-validate.mjs", cases)
+
+
+@check("channel_ui.request")
+async def request(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "ui")
+    channel = client(ctx)
+    session_id = chosen.new_session_id() or str(uuid.uuid4())
+    first_run, second_run = run_tag(ctx, "first"), run_tag(ctx, "second")
+    # The body DefaultChatTransport sends, with a temperature and members the contract does not know (ignored).
+    first = channel.request(chosen, "cs-plain", session_id=session_id, run=first_run)
+    first |= {"temperature": TEMPERATURE, "conformanceUnknown": {"ignored": True}, "headers": {"x": "y"}}
+    answer = await channel.post(chosen, first)
+    ctx.findings.require(
+        answer.status == 200 and answer.streamed and answer.completed,
+        "UI-001",
+        f"a DefaultChatTransport body with an unused chat id, a temperature and unknown members was not answered "
+        f"with a stream: {answer.describe()}",
+        answer.exchange,
+    )
+    problems = []
+    named = chosen.protocol_session_id(answer) or answer.session_id
+    if named != session_id:
+        problems.append(f"the chat id {session_id!r} should name the new session; the answer names {named!r}")
+    generations = await ctx.llm.main_requests(first_run)
+    if not generations:
+        problems.append("the first turn made no generation of the fake LLM")
+    temperatures = {g.get("temperature") for g in generations}
+    if generations and temperatures != {TEMPERATURE}:
+        problems.append(f"the request's temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
+
+    # The same chat id again, with the conversation as useChat keeps it: the session continues.
+    previous = first["messages"] + [
+        {"id": uuid.uuid4().hex, "role": "assistant", "parts": [{"type": "text", "text": answer.text}]}
+    ]
+    second = channel.request(chosen, "cs-plain", session_id=session_id, run=second_run)
+    second["messages"] = previous + second["messages"]
+    second["messageId"] = second["messages"][-1]["id"]
+    again = await channel.post(chosen, second)
+    ctx.findings.require(
+        again.status == 200 and again.streamed and again.completed,
+        "UI-001",
+        f"a second request with the same chat id was not answered with a stream: {again.describe()}",
+        again.exchange,
+    )
+    named = chosen.protocol_session_id(again) or again.session_id
+    if named != session_id:
+        problems.append(f"the second request's chat id {session_id!r} should continue it; the answer names {named!r}")
+    sent = [json.dumps(g.get("messages")) for g in await ctx.llm.main_requests(second_run)]
+    if not sent:
+        problems.append("the second turn made no generation of the fake LLM")
+    elif not all(first_run in text for text in sent):
+        problems.append(
+            f"the second turn's generations do not carry the first turn (its message tagged {first_run}): "
+            "the session was not continued"
+        )
+    ctx.findings.expect("UI-001", not problems, "; ".join(problems), answer.exchange, again.exchange)
+
+
+@check("channel_ui.stream")
+async def stream(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "ui")
+    scripts = [s for s in SCENARIOS if s in ctx.env.scripts]
+    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s)) for s in scripts))
+    judged = []
+    for turn in turns:
+        answer = turn.answer
+        if answer.status != 200 or not answer.streamed or not answer.completed:
+            ended = "" if answer.completed else " (the stream did not end)"
+            record(ctx, [Violation("UI-002", f"the turn was not streamed{ended}: {answer.describe()}")], answer, set())
+            continue
+        judged.append(turn)
+    reads = await real_client_reads(ctx, [turn.answer for turn in judged])
+    for turn, read in zip(judged, reads, strict=True):
+        found = rules_ui.judge(turn.answer, turn.expected) + client_violations(read, turn.expected, turn.answer)
+        record(ctx, found, turn.answer, {"UI-002", "UI-003"})
+    if len(judged) < len(turns):
+        ctx.findings.not_testable("UI-003", "some turns were not streamed: their chunks could not be judged")
+
+
+def _history_ids(history: Any) -> list[Any] | None:
+    """The ids UI-004 gives: each user message's, and the first message's of each answer."""
+    messages = history.get("messages") if isinstance(history, dict) else None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return None
+    ids, previous = [], None
+    for message in messages:
+        if message.get("role") == "user" or previous in (None, "user"):
+            ids.append(message.get("id"))
+        previous = "user" if message.get("role") == "user" else "answer"
+    return ids
+
+
+@check("channel_ui.messages")
+async def messages(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "ui")
+    channel = client(ctx)
+    session_id = chosen.new_session_id() or str(uuid.uuid4())
+    turns = []
+    for script in ("cs-tool", "cs-plain"):
+        turn = await post_turn(ctx, chosen, script, label=_label(script), session_id=session_id)
+        if turn.answer.status != 200 or not turn.answer.completed:
+            raise BlockedBy("UI-003", f"a turn to read back could not be made: {turn.answer.describe()}")
+        turns.append(turn)
+    unknown, listed, reads = await asyncio.gather(
+        channel.get("ui", f"/{uuid.uuid4()}/messages"),
+        channel.get("ui", f"/{session_id}/messages"),
+        real_client_reads(ctx, [turn.answer for turn in turns]),
+    )
+    problems = []
+    if listed.status != 200:
+        ctx.findings.require(False, "UI-004", f"GET .../{session_id}/messages answered {listed.status}", listed)
+    found = json_or_none(listed.body)
+    ctx.findings.require(isinstance(found, list), "UI-004", f"the answer is not a JSON array: {listed.body[:300]}")
+    problems += [f"invalid for `ai`'s UIMessage[] schema: {e}" for e in official.errors("ai_ui_messages", found)[:3]]
+    validated = (await validate_ui_messages([found]))[0]
+    if not validated.get("ok"):
+        problems.append(f"`ai`'s validateUIMessages rejects the messages: {validated.get('error')}")
+    problems += _structure(found, turns, reads)
+    if ctx.target.serves_gns3:
+        history = await ctx.client.call("GET", f"/sessions/{session_id}/history", operation="getSessionHistory")
+        ids = _history_ids(json_or_none(history.body)) if history.status == 200 else None
+        got = [m.get("id") if isinstance(m, dict) else None for m in found]
+        if ids is not None and got != ids:
+            problems.append(f"the messages' ids are {got}; the history's user messages and answers begin {ids}")
+    ctx.findings.expect("UI-004", not problems, "; ".join(problems[:5]), listed)
+    code = (json_or_none(unknown.body) or {}).get("code") if isinstance(json_or_none(unknown.body), dict) else None
+    ctx.findings.expect(
+        "UI-004",
+        unknown.status == 404 and code == "session_not_found",
+        f"an unknown session's messages answered {unknown.status} {unknown.body[:200]}, not 404 session_not_found",
+        unknown,
+    )
+    if "other" not in ctx.env.users or ctx.env.users["main"].token is None:
+        raise NotTestable("the target has no second user: another user's session could not be asked for")
+    other = await channel.get("ui", f"/{session_id}/messages", user="other")
+    body = json_or_none(other.body)
+    code = body.get("code") if isinstance(body, dict) else None
+    ctx.findings.expect(
+        "UI-004",
+        other.status == 404 and code == "session_not_found",
+        f"another user's session's messages answered {other.status} {other.body[:200]}, not 404 session_not_found",
+        other,
+    )
+
+
+def _structure(found: list[Any], turns: list[Any], reads: list[ClientRead]) -> list[str]:
+    """Two turns: user, assistant, user, assistant; each user message the text sent, each assistant message's parts
+    what `ai` assembled from its stream (a step-start per generation, the text, output-available tool parts)."""
+    roles = [m.get("role") if isinstance(m, dict) else None for m in found]
+    if roles != ["user", "assistant", "user", "assistant"]:
+        return [f"two turns should read back as user, assistant, user, assistant; got roles {roles}"]
+    problems = []
+    for number, (turn, read) in enumerate(zip(turns, reads, strict=True)):
+        user, assistant = found[2 * number], found[2 * number + 1]
+        if user.get("parts") != [{"type": "text", "text": turn.answer.message}]:
+            problems.append(f"user message {number} has the parts {_short(user.get('parts'))}, not the text sent")
+        parts = assistant.get("parts") if isinstance(assistant.get("parts"), list) else []
+        steps = sum(1 for p in parts if isinstance(p, dict) and p.get("type") == "step-start")
+        if steps != len(turn.expected.generations):
+            problems.append(f"answer {number} has {steps} step-start parts for {len(turn.expected.generations)} steps")
+        tools = [
+            (str(p.get("type"))[5:], p.get("state"), p.get("input"), p.get("providerExecuted"))
+            for p in _tool_parts(assistant)
+        ]
+        want = [(c.name, "output-available", c.arguments, True) for c in turn.expected.tool_calls]
+        if tools != want or any("output" not in p for p in _tool_parts(assistant)):
+            problems.append(f"answer {number} has the tool parts {_short(tools)}; expected {_short(want)} with outputs")
+        streamed = read.detail.get("message") if read.ok else None
+        if isinstance(streamed, dict) and parts != streamed.get("parts"):
+            problems.append(
+                f"answer {number}'s parts {_short(parts)} are not what its stream made {_short(streamed.get('parts'))}"
+            )
+    return problems
