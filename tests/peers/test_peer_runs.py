@@ -15,6 +15,7 @@ import yaml
 from conformance.gns3.run import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure
+from tests.readme import readme_command
 
 
 @pytest.mark.parametrize("name", sorted(PEERS))
@@ -24,8 +25,11 @@ def test_the_peer_run_matches_its_baseline(tmp_path, name):
     peer = get_peer(name)
     ensure(name)  # needs the package registry the first time; cached in .cache/ afterwards
     reports, doc = tmp_path / "reports", tmp_path / "peer.md"
+    # The README's command, for one peer and into the test's folder.
+    command = readme_command("python3 tasks.py peers") + ["--peer", name, "--report-dir", str(reports)]
+    command += ["--doc", str(doc)]
     completed = subprocess.run(
-        [sys.executable, "-m", "peers.run", "--peer", name, "--report-dir", str(reports), "--doc", str(doc)],
+        [sys.executable, *command[1:]],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -46,3 +50,11 @@ def test_the_peer_run_matches_its_baseline(tmp_path, name):
             assert f"### {rid} (" in committed, f"docs/{peer.target}.md does not document {rid}"
             assert rid in baseline["known_failures"]
     print(f"\n{completed.stdout.splitlines()[-1]}")
+
+
+def test_the_install_only_command_installs_both_peers_and_runs_nothing():
+    command = readme_command("python3 tasks.py peers --install-only")
+    completed = subprocess.run([sys.executable, *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert all(get_peer(name).python.exists() for name in PEERS)
+    assert "peers.run" not in completed.stdout  # nothing was judged
