@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 from langchain_core.messages import HumanMessage
@@ -29,10 +31,24 @@ CHECKPOINTER = "AsyncSqliteSaver (aiosqlite, WAL, temporary file)"
 FAKE_LLM = LlmSettings(provider="fake", model="fake-model", temperature=0.7)
 
 
+def model_stream(event: dict[str, Any]) -> bool:
+    return event["event"] == "on_chat_model_stream"
+
+
 class BareLangGraph:
-    def __init__(self, workdir: Path, scripts_dir: Path) -> None:
+    """`llm`: the model's settings (default: the in-process fake model); `counts`: which events a turn counts."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        scripts_dir: Path,
+        llm: LlmSettings = FAKE_LLM,
+        counts: Callable[[dict[str, Any]], bool] = model_stream,
+    ) -> None:
         self.workdir = workdir
         self.scripts_dir = scripts_dir
+        self.llm = llm
+        self.counts = counts
 
     async def open(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -49,14 +65,14 @@ class BareLangGraph:
 
     async def turn(self, message: str) -> TurnSample:
         """One turn in a new thread (as the reference subject starts a new session per turn)."""
-        set_request_context(FAKE_LLM)
+        set_request_context(self.llm)
         thread_id = str(uuid.uuid4())
         config = {"configurable": {"thread_id": thread_id, "project_id": "bench"}, "metadata": {"user_id": "bench"}}
         graph_input = {"messages": [stamp(HumanMessage(message))]}
         count, first = 0, None
         start = time.perf_counter()
         async for event in self.graph.astream_events(graph_input, config, version="v2"):
-            if event["event"] == "on_chat_model_stream":
+            if self.counts(event):
                 count += 1
                 if first is None:
                     first = time.perf_counter()

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import click
 
-from . import report, sessions, streams
+from . import channels, report, sessions, streams
 
 FULL = {"turns": 20, "chunks": 2000, "sizes": "1000,10000,100000", "calls": 30}
 QUICK = {"turns": 2, "chunks": 50, "sizes": "100,500", "calls": 5}
@@ -45,12 +46,19 @@ def _load() -> str:
 @click.option(
     "--calls", type=click.IntRange(1), default=None, help=f"GET /sessions per size [default {FULL['calls']}]."
 )
-@click.option("--only", type=click.Choice(["streams", "sessions"]), default=None, help="Run one part only.")
+@click.option(
+    "--only",
+    type=click.Choice(["streams", "sessions", "channels"]),
+    default=None,
+    help="Run one part only. `channels` (our channels against the peers) runs only when asked for so.",
+)
 def main(quick: bool, sizes: str | None, turns: int | None, chunks: int | None, calls: int | None, only: str | None):
     """Measure the reference server against bare LangGraph and bare FastAPI, and GET /sessions at scale.
 
     Prints medians and ratios; the goals are printed as information, never asserted.
     """
+    if only == "channels" and not channels.inside():
+        sys.exit(channels.rerun_inside(sys.argv[1:]))  # the peers run only in a loopback-only network namespace
     base = QUICK if quick else FULL
     turns = turns or base["turns"]
     chunks = chunks or base["chunks"]
@@ -74,5 +82,8 @@ def main(quick: bool, sizes: str | None, turns: int | None, chunks: int | None, 
             (workdir / "sessions").mkdir()
             session_results = asyncio.run(sessions.run(workdir / "sessions", sizes=size_list, calls=calls, log=log))
             report.print_sessions(session_results, click.echo)
+        if only == "channels":
+            channel_results = asyncio.run(channels.run(workdir / "channels", turns=turns, chunks=chunks, log=log))
+            report.print_channels(channel_results, click.echo)
     click.echo("")
     click.echo(f"bench finished in {time.perf_counter() - started:.1f}s (load average now {_load()})")

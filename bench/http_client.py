@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -37,10 +38,13 @@ async def timed_stream(
     body: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
     keep: list[bytes] | None = None,
+    counts: Callable[[bytes], bool] | None = None,
 ) -> TurnSample:
     """POST, then read the raw body and count complete `data:` frames; `keep` receives the frames if given.
+    With `counts`, only the frames whose `data:` payload it accepts are counted (a frame may start with an
+    `event:` line, as OpenAI's Responses stream writes them).
 
-    The clock starts before the request is sent; TTFE is when the first whole `data:` frame has arrived.
+    The clock starts before the request is sent; TTFE is when the first whole counted frame has arrived.
     """
     count, first, pending = 0, None, b""
     start = time.perf_counter()
@@ -54,7 +58,8 @@ async def timed_stream(
                 continue
             *frames, pending = pending.split(b"\n\n")
             for frame in frames:
-                if frame.startswith(b"data:"):
+                data = _data(frame)
+                if data is not None and (counts is None or counts(data)):
                     count += 1
                     if first is None:
                         first = time.perf_counter()
@@ -64,3 +69,11 @@ async def timed_stream(
     if pending.strip():
         raise RuntimeError(f"POST {url}: the stream ended inside a frame: {pending[:200]!r}")
     return TurnSample(events=count, ttfe=(first or end) - start, total=end - start)
+
+
+def _data(frame: bytes) -> bytes | None:
+    """The payload of a frame's `data:` line (which may follow `event:` or `id:` lines); None without one."""
+    if frame.startswith(b"data:"):
+        return frame[5:]
+    at = frame.find(b"\ndata:")
+    return None if at < 0 else frame[at + 6 :]

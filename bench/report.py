@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from peers import get_peer
 
 from .bare_langgraph import CHECKPOINTER
+from .channel_subjects import BARE, BARE_COUNTED, OURS, PEER_SUBJECTS, PROTOCOLS, Subject, ours
+from .channels import ChannelResults
 from .samples import median, ratio
 from .scripts import SHORT
 from .sessions import SessionsResults, medians
@@ -20,18 +24,18 @@ def _verdict(ok: bool) -> str:
     return "PASS" if ok else "BELOW GOAL"
 
 
-def print_streams(results: StreamResults, echo: Echo) -> None:
-    echo("")
-    echo(f"== Stream throughput: {results.turns} turn(s) per subject and variant, {results.chunks} text chunks ==")
-    echo(f"   bare LangGraph checkpointer: {CHECKPOINTER}")
-    header = (
-        f"{'variant':<8} {'subject':<18} {'events/turn':>11} {'events/s':>10} {'best ev/s':>10} "
-        f"{'TTFE ms':>9} {'turn ms':>9}"
-    )
+def _header(header: str, echo: Echo) -> None:
     echo(header)
     echo("-" * len(header))
+
+
+def _subjects_table(results: StreamResults, subjects: Sequence[str], echo: Echo) -> None:
+    """One row per variant and subject: medians of its turns, and its best turn."""
+    width = max(18, *(len(subject) for subject in subjects))
+    columns = f"{'events/turn':>11} {'events/s':>10} {'best ev/s':>10} {'TTFE ms':>9} {'turn ms':>9}"
+    _header(f"{'variant':<8} {'subject':<{width}} {columns}", echo)
     for variant in results.variants:
-        for subject in SUBJECTS:
+        for subject in subjects:
             samples = results.samples.get((variant.name, subject), [])
             events = median([s.events for s in samples])
             eps = median([s.events_per_second for s in samples])
@@ -39,14 +43,30 @@ def print_streams(results: StreamResults, echo: Echo) -> None:
             total = median([s.total * 1000 for s in samples])
             best = max((s.events_per_second for s in samples), default=float("nan"))
             echo(
-                f"{variant.name:<8} {subject:<18} {events:>11.0f} {eps:>10.0f} {best:>10.0f} {ttfe:>9.1f} {total:>9.1f}"
+                f"{variant.name:<8} {subject:<{width}} {events:>11.0f} {eps:>10.0f} {best:>10.0f} "
+                f"{ttfe:>9.1f} {total:>9.1f}"
             )
+
+
+def _summary(
+    results: StreamResults, variant: str, subjects: Sequence[str]
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Per subject: median events/s, best events/s, median TTFE (s)."""
+    samples = {subject: results.samples.get((variant, subject), []) for subject in subjects}
+    eps = {subject: median([s.events_per_second for s in found]) for subject, found in samples.items()}
+    best = {subject: max((s.events_per_second for s in found), default=0.0) for subject, found in samples.items()}
+    ttfe = {subject: median([s.ttfe for s in found]) for subject, found in samples.items()}
+    return eps, best, ttfe
+
+
+def print_streams(results: StreamResults, echo: Echo) -> None:
+    echo("")
+    echo(f"== Stream throughput: {results.turns} turn(s) per subject and variant, {results.chunks} text chunks ==")
+    echo(f"   bare LangGraph checkpointer: {CHECKPOINTER}")
+    _subjects_table(results, SUBJECTS, echo)
     echo("")
     for variant in results.variants:
-        samples = {subject: results.samples.get((variant.name, subject), []) for subject in SUBJECTS}
-        eps = {subject: median([s.events_per_second for s in found]) for subject, found in samples.items()}
-        best = {subject: max((s.events_per_second for s in found), default=0.0) for subject, found in samples.items()}
-        ttfe = {subject: median([s.ttfe for s in found]) for subject, found in samples.items()}
+        eps, best, ttfe = _summary(results, variant.name, SUBJECTS)
         to_graph = ratio(eps[REFERENCE], eps[LANGGRAPH])
         goal = (
             "information: answers of a few events, read the TTFE"
@@ -74,8 +94,7 @@ def print_sessions(results: SessionsResults, echo: Echo) -> None:
         "the caller owns 50 sessions (5 pinned), every other user 50 =="
     )
     header = f"{'sessions':>9} {'users':>7} {'fill s':>7} {'listed':>6} {'HTTP ms':>8} {'p90 ms':>7} {'SQL ms':>7}"
-    echo(header)
-    echo("-" * len(header))
+    _header(header, echo)
     for size in results.sizes:
         http, sql = medians(size)
         p90 = sorted(size.http_ms)[int(0.9 * (len(size.http_ms) - 1))]
@@ -112,3 +131,52 @@ def print_sessions(results: SessionsResults, echo: Echo) -> None:
         for row in results.plan_without_listing_index.rows:
             echo(f"  {row}")
         echo(f"  SQL ms (median): {median(results.sql_ms_without_listing_index):.3f}")
+
+
+CHANNEL_PEER_GOAL = 1.0  # ours / the peer serving the same protocol, events/s and TTFE, at least
+CHANNEL_BARE_GOAL = 0.8  # ours / bare LangGraph events/s, at least
+
+
+def _channel_comparisons() -> list[tuple[Subject, Subject, float | None, float | None]]:
+    """(subject, against, events/s goal, TTFE goal): ours against each peer, everything against bare LangGraph."""
+    against_peers = [(ours(peer.protocol), peer, CHANNEL_PEER_GOAL, CHANNEL_PEER_GOAL) for peer in PEER_SUBJECTS]
+    against_bare = [(subject, BARE, CHANNEL_BARE_GOAL, None) for subject in OURS]
+    return [*against_peers, *against_bare, *((peer, BARE, None, None) for peer in PEER_SUBJECTS)]
+
+
+def _goal(value: float, goal: float | None) -> str:
+    return "info" if goal is None else f">= {goal:.1f} {_verdict(value >= goal)}"
+
+
+def print_channels(results: ChannelResults, echo: Echo) -> None:
+    names = [subject.name for subject in results.subjects]
+    echo("")
+    echo(
+        f"== Channels: {results.turns} turn(s) per subject and variant, {results.chunks} text chunks; "
+        "every subject's model is one fake LLM over HTTP =="
+    )
+    peers = ", ".join(f"{get_peer(subject.peer).requirement}" for subject in PEER_SUBJECTS)
+    echo(f"   ours: the reference server's channels, a new session per turn; peers: {peers}")
+    echo("   counted (the answer's text pieces only):")
+    for protocol in PROTOCOLS:
+        echo(f"     {protocol.name}: {protocol.counted}")
+    echo(f"     bare LangGraph: {BARE_COUNTED}")
+    _subjects_table(results, names, echo)
+    echo("")
+    echo(
+        "ratios: events/s = subject/against, TTFE = against/subject (both >= 1.0: the subject is faster); "
+        "goals printed, never asserted"
+    )
+    width = max(len(name) for name in names)
+    columns = f"{'events/s':>8} {'best':>6} {'TTFE':>6}  {'events/s goal':<17} TTFE goal"
+    _header(f"{'variant':<8} {'subject':<{width}} {'against':<{width}} {columns}", echo)
+    for variant in results.variants:
+        eps, best, ttfe = _summary(results, variant.name, names)
+        for subject, against, eps_goal, ttfe_goal in _channel_comparisons():
+            speed = ratio(eps[subject.name], eps[against.name])
+            first = ratio(ttfe[against.name], ttfe[subject.name])
+            echo(
+                f"{variant.name:<8} {subject.name:<{width}} {against.name:<{width}} {speed:>8.2f} "
+                f"{ratio(best[subject.name], best[against.name]):>6.2f} {first:>6.2f}  "
+                f"{_goal(speed, eps_goal):<17} {_goal(first, ttfe_goal)}"
+            )

@@ -9,16 +9,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _bench(*arguments: str, timeout: float) -> str:
+    """`python -m bench ARGUMENTS`, which must succeed; its stdout (the report)."""
+    command = [sys.executable, "-m", "bench", *arguments]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"exit code {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
 def test_quick_bench_runs_and_prints_ratios_and_plan():
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    output = result.stdout
-    assert result.returncode == 0, f"exit code {result.returncode}\n{output}\n{result.stderr}"
+    output = _bench("--quick", timeout=120)
     for subject in ("reference server", "bare LangGraph", "bare FastAPI SSE"):
         assert subject in output
     for variant in ("text", "tool"):
