@@ -10,13 +10,14 @@ from typing import Any
 
 from ..channels import official, rules_ag_ui
 from ..channels.client import ChannelAnswer
-from ..channels.expected import ExpectedTurn
+from ..channels.expected import ExpectedTurn, expected_turn
 from ..channels.real_clients import ClientRead
 from ..context import CheckContext
 from ..errors import HarnessError
 from ..violations import Violation
 from . import check
-from .support_channels import client, endpoint, post_turn, real_client_reads, record, run_tag
+from .channel_ui import unless_blocked
+from .support_channels import Turn, client, endpoint, post_turn, real_client_reads, record, run_tag
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7
@@ -97,6 +98,7 @@ async def input_(ctx: CheckContext) -> None:
     if own:
         raise HarnessError(f"the suite's RunAgentInput is invalid: {own}")
     answer = await channel.post(chosen, first)
+    await unless_blocked(ctx, [Turn(answer, expected_turn(ctx.env.scripts, "cs-plain"), first_run)])
     ctx.findings.require(
         answer.status == 200 and answer.streamed and answer.completed,
         "AGUI-001",
@@ -117,6 +119,7 @@ async def input_(ctx: CheckContext) -> None:
     assistant = {"id": uuid.uuid4().hex, "role": "assistant", "content": answer.text}
     second["messages"] = first["messages"] + [assistant] + second["messages"]
     again = await channel.post(chosen, second)
+    await unless_blocked(ctx, [Turn(again, expected_turn(ctx.env.scripts, "cs-plain"), second_run)])
     ctx.findings.require(
         again.status == 200 and again.streamed and again.completed,
         "AGUI-001",
@@ -151,17 +154,20 @@ async def run(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "ag_ui")
     scripts = [s for s in SCENARIOS if s in ctx.env.scripts]
     turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=s.removeprefix("cs-")) for s in scripts))
+    whys = await unless_blocked(ctx, list(turns))
     judged = []
-    for turn in turns:
+    for turn, why in zip(turns, whys, strict=True):
         answer = turn.answer
         if answer.status != 200 or not answer.streamed or not answer.completed:
             ended = "" if answer.completed else " (the stream did not end)"
             record(ctx, [Violation("AGUI-002", f"the run was not streamed{ended}: {answer.describe()}")], answer, set())
             continue
-        judged.append(turn)
-    reads = await real_client_reads(ctx, [turn.answer for turn in judged])
-    for turn, read in zip(judged, reads, strict=True):
+        judged.append((turn, why))
+    reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
+    for (turn, why), read in zip(judged, reads, strict=True):
         found = rules_ag_ui.judge(turn.answer, turn.expected) + client_violations(read, turn.expected)
+        if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
+            found.append(Violation("AGUI-002", why))
         record(ctx, found, turn.answer, {"AGUI-002", "AGUI-003"})
     if len(judged) < len(turns):
         ctx.findings.not_testable("AGUI-003", "some runs were not streamed: how they end could not be judged")

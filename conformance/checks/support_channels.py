@@ -102,29 +102,44 @@ def _went_as_scripted(turn: Turn, generations: list[dict[str, Any]]) -> bool:
 async def require_scripted(ctx: CheckContext, turn: Turn, requirement: str, *, cut: bool = False) -> None:
     """Stop the check unless the turn's scenario happened: streamed, ended by the server, and its generations
     served by the fake LLM as scripted (`cut`: a turn the suite left on purpose, whose first generation the model
-    received). When it did not, a plain control turn on the same endpoint in a new session
-    tells whose failure it is: not served either, the check is blocked by TESTABILITY-001 (nothing this check
+    received), ending in an error exactly when its script fails. When it did not, control turns on the same
+    endpoint in new sessions tell whose failure it is: a plain one not served either, the check is blocked by
+    TESTABILITY-001; for a tool script, a tool turn not served either, by TESTABILITY-003 (nothing this check
     judges is to blame); served, the scenario's failure is `requirement`'s."""
     answer = turn.answer
     generations = await ctx.llm.main_requests(turn.run)
     if cut:  # the suite went away on purpose: the turn must have started, and reached the model
         if answer.status == 200 and answer.streamed and generations:
             return
-    elif answer.status == 200 and answer.streamed and answer.completed and _went_as_scripted(turn, generations):
+    elif (
+        answer.status == 200
+        and answer.streamed
+        and answer.completed
+        and _went_as_scripted(turn, generations)
+        and (answer.error is not None) == turn.expected.fails  # a tool cut short by an error reached the model too
+    ):
         return
     streamed = answer.status == 200 and answer.streamed
     why = (
         f"the {turn.expected.script} turn on {answer.endpoint.name} did not go as scripted ("
-        f"{'streamed' if streamed else answer.describe()}; {len(generations)} generation(s) reached the fake LLM)"
+        f"{'streamed' if streamed else answer.describe()}; {len(generations)} generation(s) reached the fake LLM"
+        f"{'; it ended in an error' if answer.error is not None else ''})"
     )
-    control = await post_turn(ctx, answer.endpoint, "cs-plain", label=f"control-{answer.endpoint.name}")
-    served = (
-        control.answer.status == 200 and control.answer.completed and bool(await ctx.llm.main_requests(control.run))
-    )
-    if not served:
-        raise BlockedBy(
-            "TESTABILITY-001", f"{why}; a plain turn in a new session is not served either: {control.answer.describe()}"
+    controls = [("cs-plain", "TESTABILITY-001")]
+    if turn.expected.tool_calls and "cs-tool" in ctx.env.scripts:
+        controls.append(("cs-tool", "TESTABILITY-003"))
+    for script, rule in controls:
+        control = await post_turn(ctx, answer.endpoint, script, label=f"control-{script}-{answer.endpoint.name}")
+        served = (
+            control.answer.status == 200
+            and control.answer.completed
+            and control.answer.error is None
+            and _went_as_scripted(control, await ctx.llm.main_requests(control.run))
         )
+        if not served:
+            raise BlockedBy(
+                rule, f"{why}; a {script} turn in a new session is not served either: {control.answer.describe()}"
+            )
     raise Blocked(requirement, why, (answer.exchange,))
 
 

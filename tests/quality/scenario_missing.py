@@ -131,4 +131,11 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "channels.disconnect": Missing(ONE_PIECE, reason_has="nothing was cut"),
     "channels.abort": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
     "channels.in_stream_errors": _blocked(),
+    # UI and AG-UI: every scenario turn, and its plain control on the channel, needs the model.
+    "channel_ui.request": _blocked(),
+    "channel_ui.stream": _blocked(),
+    # The history read back is a tool turn's: with the tools failing (the plain control served), no tool turn runs.
+    "channel_ui.messages": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
+    "channel_ag_ui.input": _blocked(),
+    "channel_ag_ui.run": _blocked(),
 }
