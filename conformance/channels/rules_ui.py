@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 FRAMES, CHUNKS = "UI-002", "UI-003"
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
-# The chunk types UI-003's mapping sends; any other (valid for `ai` or not) is no part of the mapping.
+# The chunk types UI-003's mapping sends, whose order the rules judge; another chunk type `ai` knows is left to the
+# schema (the rule's text does not forbid it).
 MAPPED = frozenset(
     {
         "start",
@@ -178,8 +179,7 @@ class _Order:
         for position, (index, chunk) in enumerate(found):
             kind = chunk.get("type")
             if kind not in MAPPED:
-                self.bad(f"the chunk type {kind!r} is no part of the mapping: {_short(chunk)}", index)
-                continue
+                continue  # another chunk `ai` knows (reasoning, sources, data-*): valid (the schema), not in the rule
             if self.ended_by and kind not in ("finish-step", "finish"):
                 self.bad(f"{kind} follows the {self.ended_by} chunk; only finish-step and finish may", index)
             if kind == "start" and position > 0:

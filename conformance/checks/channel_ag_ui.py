@@ -111,7 +111,9 @@ async def input_(ctx: CheckContext) -> None:
     if not generations:
         problems.append("the first run made no generation of the fake LLM")
     temperatures = {g.get("temperature") for g in generations}
-    if generations and temperatures != {TEMPERATURE}:
+    # INPUT-003: the request's temperature is used only by a target with the capability temperature_override.
+    overrides = "temperature_override" in ctx.target.capabilities
+    if overrides and generations and temperatures != {TEMPERATURE}:
         problems.append(f"forwardedProps.temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
 
     # The same thread again, with the conversation as HttpAgent keeps it: the session continues.

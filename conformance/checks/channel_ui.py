@@ -160,7 +160,9 @@ async def request(ctx: CheckContext) -> None:
     if not generations:
         problems.append("the first turn made no generation of the fake LLM")
     temperatures = {g.get("temperature") for g in generations}
-    if generations and temperatures != {TEMPERATURE}:
+    # INPUT-003: the request's temperature is used only by a target with the capability temperature_override.
+    overrides = "temperature_override" in ctx.target.capabilities
+    if overrides and generations and temperatures != {TEMPERATURE}:
         problems.append(f"the request's temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
 
     # The same chat id again, with the conversation as useChat keeps it: the session continues.
