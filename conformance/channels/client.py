@@ -129,7 +129,10 @@ class ChannelClient:
         url = self.url(endpoint.channel, endpoint.suffix, project_id)
         sent = {**(self.env.authorization(user) if user else {}), "Content-Type": "application/json", **(headers or {})}
         exchange = Exchange("POST", url, raw.decode("utf-8", "replace"), user=user or "(none)")
-        exchange.authorization = "Bearer $TOKEN" if "Authorization" in sent and user else sent.get("Authorization")
+        own = self.env.authorization(user).get("Authorization") if user else None
+        exchange.authorization = (
+            "Bearer $TOKEN" if own and sent.get("Authorization") == own else sent.get("Authorization")
+        )
         answer = ChannelAnswer(endpoint, exchange, message=message)
         deadline = deadline or self.env.deadline_for(message)
         started = time.monotonic()

@@ -16,8 +16,7 @@ from ..context import CheckContext
 from ..errors import HarnessError
 from ..violations import Violation
 from . import check
-from .channel_ui import unless_blocked
-from .support_channels import Turn, client, endpoint, post_turn, real_client_reads, record, run_tag
+from .support_channels import Turn, client, endpoint, post_turn, real_client_reads, record, run_tag, unless_blocked
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7

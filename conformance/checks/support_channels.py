@@ -23,7 +23,7 @@ from ..context import CheckContext
 from ..errors import Blocked, BlockedBy, NotTestable
 from ..exchanges import json_or_none
 from ..violations import Violation
-from .support import find_session, generation_started, history, wait_for
+from .support import describe, find_session, generation_started, history, wait_for
 
 # The contract's path of each channel under the chat prefix (CHANNEL-001, the `channels` tag of openapi.yaml).
 CONTRACT_PATHS = {"openai": "/openai/v1", "ui": "/ui", "ag_ui": "/ag-ui"}
@@ -326,3 +326,54 @@ async def kept_problems(ctx: CheckContext, session: str, message: str) -> list[s
 def first_words(frame: Any) -> bool:
     """The first text of the dribbling answer (`One `) arrived: the model is answering, the turn is running."""
     return frame.data is not None and "One " in frame.data
+
+
+async def missed_scenario(ctx: CheckContext, turn: Turn) -> str | None:
+    """Why the turn did not go as scripted, or None when it did: streamed and ended by the server, its generations
+    served by the fake LLM as scripted (support_channels.require_scripted's test), and ending in an error exactly
+    when its script fails (a tool turn cut short by an error reached the model, yet is no tool turn)."""
+    answer, generations = turn.answer, await ctx.llm.main_requests(turn.run)
+    # A turn asked not to be streamed (OpenAI `stream: false`) ends in one JSON answer.
+    streamed = "stream" not in (json_or_none(answer.exchange.request_body or "") or {}) or answer.streamed
+    ended = answer.status == 200 and answer.completed and (answer.streamed or not streamed)
+    if ended and _went_as_scripted(turn, generations) and (answer.error is not None) == turn.expected.fails:
+        return None
+    error = f", ending in the error {answer.error.get('message')!r}" if ended and answer.error else ""
+    return (
+        f"the {turn.expected.script} turn on {answer.endpoint.name} did not go as scripted "
+        f"({'streamed' if ended else answer.describe()}{error}; {len(generations)} generation(s) reached the fake LLM)"
+    )
+
+
+async def unless_blocked(ctx: CheckContext, turns: list[Turn]) -> list[str | None]:
+    """For each turn (all on one endpoint), why it did not go as scripted, or None (see missed_scenario). When some did
+    not, control turns in new sessions tell whose failure it is: a plain turn on the same endpoint not served
+    either, the check is blocked by TESTABILITY-001 (support_channels.require_scripted's control); when a missed
+    turn's script calls tools, a cs-tool turn (on POST /stream when the target serves it, the tools being the
+    agent's whatever the channel, else on the endpoint) not served either, by TESTABILITY-003. Else the missed
+    turns are the implementation's failures, for the caller to judge."""
+    whys = [await missed_scenario(ctx, turn) for turn in turns]
+    missed = [turn for turn, why in zip(turns, whys, strict=True) if why]
+    if not missed:
+        return whys
+    chosen = missed[0].answer.endpoint
+    why = "; ".join(w for w in whys if w)
+    plain = await post_turn(ctx, chosen, "cs-plain", label=f"control-{chosen.name}-{uuid.uuid4().hex[:8]}")
+    served = plain.answer.status == 200 and plain.answer.completed and bool(await ctx.llm.main_requests(plain.run))
+    if not served:
+        raise BlockedBy(
+            "TESTABILITY-001", f"{why}; a plain turn in a new session is not served either: {plain.answer.describe()}"
+        )
+    if any(turn.expected.tool_calls for turn in missed) and "cs-tool" in ctx.env.scripts:
+        if ctx.target.serves_gns3:
+            result = await ctx.client.stream({"message": ctx.message("cs-tool", "Control turn")})
+            ok, shown = served(ctx, result, "cs-tool"), describe(result)
+        else:
+            tool = await post_turn(ctx, chosen, "cs-tool", label=f"control-tool-{chosen.name}-{uuid.uuid4().hex[:8]}")
+            ok, shown = await missed_scenario(ctx, tool) is None, tool.answer.describe()
+        if not ok:
+            raise BlockedBy(
+                "TESTABILITY-003",
+                f"{why}; a plain turn is served, but a cs-tool turn in a new session is not served either: {shown}",
+            )
+    return whys

@@ -131,6 +131,13 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "channels.disconnect": Missing(ONE_PIECE, reason_has="nothing was cut"),
     "channels.abort": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
     "channels.in_stream_errors": _blocked(),
+    "channel_openai.chat_stream": _blocked(),
+    "channel_openai.responses_stream": _blocked(),
+    "channel_openai.chat_whole": _blocked(),
+    "channel_openai.requests": _blocked(),
+    "channel_openai.responses": _blocked(),
+    "channel_openai.errors": _always("its scenario is requests refused before any turn, which no model is needed for"),
+    "channel_openai.models": _always("its scenario is the model list, which no model is needed for"),
     # UI and AG-UI: every scenario turn, and its plain control on the channel, needs the model.
     "channel_ui.request": _blocked(),
     "channel_ui.stream": _blocked(),

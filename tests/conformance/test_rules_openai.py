@@ -1,0 +1,257 @@
+"""The OpenAI rules of the suite (conformance/channels/rules_openai.py): every golden stream of the reference server
+passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule fails on
+a golden stream broken in that one way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.channels import rules_openai
+from conformance.channels.client import ChannelAnswer
+from conformance.channels.endpoints import STREAMING
+from conformance.channels.expected import ExpectedTurn, expected_turn
+from conformance.channels.sse import parse
+from conformance.exchanges import Exchange
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "spec" / "examples" / "channels"
+SCRIPTS = {p.stem: yaml.safe_load(p.read_text()) for p in (ROOT / "fake_llm" / "scripts").glob("*.yaml")}
+RECORDED_BY = {  # golden stream -> the fake-LLM script that recorded it (tools/record_channel_examples.py)
+    "plain-answer": "plain",
+    "tool-round-trip": "tool-round-trip",
+    "parallel-tool-calls": "parallel-tools",
+    "llm-error": "llm-error",
+    "mid-stream-error": "mid-stream-error",
+}
+HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+P, E = "plain-answer", "llm-error"
+
+
+def golden(channel: str, name: str) -> str:
+    return (EXAMPLES / channel / f"{name}.sse").read_text()
+
+
+def expected(name: str) -> ExpectedTurn:
+    return expected_turn(SCRIPTS, RECORDED_BY[name])
+
+
+def answer(endpoint: str, body: str) -> ChannelAnswer:
+    exchange = Exchange("POST", "http://target/openai/v1", "{}", status=200)
+    return ChannelAnswer(STREAMING[endpoint], exchange, headers=HEADERS, sse=parse(body), completed=True, raw=body)
+
+
+def chat(name: str, body: str | None = None) -> ChannelAnswer:
+    return answer("openai_chat", golden("openai-chat", name) if body is None else body)
+
+
+def responses(name: str, body: str | None = None) -> ChannelAnswer:
+    return answer("openai_responses", golden("openai-responses", name) if body is None else body)
+
+
+@pytest.mark.parametrize("name", RECORDED_BY)
+def test_every_golden_chat_stream_passes(name: str):
+    assert rules_openai.judge_chat(chat(name), expected(name)) == []
+    assert rules_openai.judge_chat(chat(name), None) == []
+
+
+@pytest.mark.parametrize("name", RECORDED_BY)
+def test_every_golden_responses_stream_passes(name: str):
+    assert rules_openai.judge_responses(responses(name), expected(name)) == []
+    assert rules_openai.judge_responses(responses(name), None) == []
+
+
+# --- broken Chat Completions streams --------------------------------------------------------------------------------
+
+
+def chunks(name: str) -> list[Any]:
+    """The data of every frame of a golden chat stream: chunk dicts, and "[DONE]"."""
+    found = []
+    for line in golden("openai-chat", name).split("\n"):
+        if line.startswith("data: "):
+            data = line[6:]
+            found.append(data if data == "[DONE]" else json.loads(data))
+    return found
+
+
+def render(found: list[Any]) -> str:
+    return "".join(f"data: {item if isinstance(item, str) else json.dumps(item)}\n\n" for item in found)
+
+
+def broken(name: str, change: Callable[[list[Any]], Any]) -> ChannelAnswer:
+    found = chunks(name)
+    change(found)
+    return chat(name, render(found))
+
+
+def finish_index(found: list[Any]) -> int:
+    return next(
+        i for i, c in enumerate(found) if isinstance(c, dict) and (c.get("choices") or [{}])[0].get("finish_reason")
+    )
+
+
+CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
+    ("no [DONE]", P, lambda: broken(P, lambda f: f.pop()), "OPENAI-002", "does not end with `data: [DONE]`"),
+    ("a chunk after [DONE]", P, lambda: broken(P, lambda f: f.append(f[1])), "OPENAI-002", "not the last frame"),
+    ("a chunk without id", P, lambda: broken(P, lambda f: f[0].pop("id")), "OPENAI-002", "has no id"),
+    ("ids that differ", P, lambda: broken(P, lambda f: f[2].update(id="chatcmpl-other")), "OPENAI-002", "differ"),
+    ("a model that changes", P, lambda: broken(P, lambda f: f[1].update(model="other")), "OPENAI-002", "differ"),
+    (
+        "no role in the first delta",
+        P,
+        lambda: broken(P, lambda f: f[0]["choices"][0]["delta"].pop("role")),
+        "OPENAI-002",
+        "first delta",
+    ),
+    (
+        "two finish chunks",
+        P,
+        lambda: broken(P, lambda f: f.insert(finish_index(f), dict(f[finish_index(f)]))),
+        "OPENAI-002",
+        "2 finish chunks",
+    ),
+    (
+        "a finish reason other than stop",
+        P,
+        lambda: broken(P, lambda f: f[finish_index(f)]["choices"][0].update(finish_reason="length")),
+        "OPENAI-002",
+        "with `stop`",
+    ),
+    ("no usage chunk", P, lambda: broken(P, lambda f: f.pop(-2)), "OPENAI-002", "one usage chunk"),
+    (
+        "usage on a content chunk",
+        P,
+        lambda: broken(P, lambda f: f[1].update(usage=f[-2]["usage"])),
+        "OPENAI-002",
+        "must be null",
+    ),
+    (
+        "a tool call delta",
+        P,
+        lambda: broken(P, lambda f: f[1]["choices"][0]["delta"].update(tool_calls=[{"index": 0, "id": "c"}])),
+        "OPENAI-002",
+        "tool call delta",
+    ),
+    (
+        "text that is not the script's",
+        P,
+        lambda: broken(P, lambda f: f[1]["choices"][0]["delta"].update(content="Other ")),
+        "OPENAI-002",
+        "deltas' text",
+    ),
+    (
+        "a chunk that is no ChatCompletionChunk",
+        P,
+        lambda: broken(P, lambda f: f[1].update(object="chat.completion")),
+        "OPENAI-002",
+        "not a ChatCompletionChunk",
+    ),
+    (
+        "an error frame without its type",
+        E,
+        lambda: broken(E, lambda f: f[-2]["error"].pop("type")),
+        "OPENAI-004",
+        "is not {error:",
+    ),
+    (
+        "an error frame then a finish chunk",
+        E,
+        lambda: broken(
+            E, lambda f: f.insert(-1, {**f[0], "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        ),
+        "OPENAI-004",
+        "chunk after the error frame",
+    ),
+    (
+        "another code than llm_error",
+        E,
+        lambda: broken(E, lambda f: f[-2]["error"].update(code="server_error")),
+        "OPENAI-004",
+        "not the turn's `llm_error`",
+    ),
+    ("no error frame in a failing turn", E, lambda: broken(E, lambda f: f.pop(-2)), "OPENAI-004", "no error frame"),
+]
+
+
+@pytest.mark.parametrize(("case", "name", "make", "requirement", "words"), CHAT_CASES, ids=[c[0] for c in CHAT_CASES])
+def test_each_chat_rule_fails_on_a_stream_broken_that_way(case, name, make, requirement, words):
+    found = rules_openai.judge_chat(make(), expected(name))
+    assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
+
+
+def test_an_event_line_in_a_chat_stream_is_refused():
+    found = rules_openai.judge_chat(
+        chat(P, golden("openai-chat", P).replace("data: [DONE]", "event: end\ndata: [DONE]")), None
+    )
+    assert any("`event:` line" in v.message for v in found)
+
+
+# --- broken Responses streams -----------------------------------------------------------------------------------
+
+
+def events(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in golden("openai-responses", name).split("\n") if line.startswith("data: ")]
+
+
+def render_events(found: list[dict[str, Any]]) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in found)
+
+
+def broken_events(name: str, change: Callable[[list[dict[str, Any]]], Any]) -> ChannelAnswer:
+    found = events(name)
+    change(found)
+    return responses(name, render_events(found))
+
+
+def renumber(found: list[dict[str, Any]]) -> None:
+    for number, event in enumerate(found):
+        event["sequence_number"] = number
+
+
+RESPONSES_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str]] = [
+    (
+        "a gap in sequence_number",
+        P,
+        lambda: broken_events(P, lambda f: f[3].update(sequence_number=9)),
+        "sequence_number",
+    ),
+    ("no response.completed", P, lambda: broken_events(P, lambda f: f.pop()), "the last event"),
+    ("response.in_progress missing", P, lambda: broken_events(P, lambda f: (f.pop(1), renumber(f))), "does not open"),
+    (
+        "output_text.done that is not the deltas",
+        P,
+        lambda: broken_events(
+            P, lambda f: next(e for e in f if e["type"] == "response.output_text.done").update(text="Other")
+        ),
+        "output_text.done has",
+    ),
+    (
+        "completed without usage",
+        P,
+        lambda: broken_events(P, lambda f: f[-1]["response"].update(usage=None)),
+        "carries no usage",
+    ),
+    (
+        "a failed turn that completes",
+        E,
+        lambda: broken_events(E, lambda f: f[-1].update(type="response.completed")),
+        "its script makes it",
+    ),
+    (
+        "an event line naming another type",
+        P,
+        lambda: responses(P, golden("openai-responses", P).replace("event: response.created", "event: created", 1)),
+        "names another type",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "name", "make", "words"), RESPONSES_CASES, ids=[c[0] for c in RESPONSES_CASES])
+def test_each_responses_rule_fails_on_a_stream_broken_that_way(case, name, make, words):
+    found = rules_openai.judge_responses(make(), expected(name))
+    assert any(v.requirement == "OPENAI-006" and words in v.message for v in found), [str(v) for v in found]
