@@ -1,17 +1,34 @@
 """The OpenAI channel's stream rules, on a recorded answer: Chat Completions (OPENAI-002, and OPENAI-004's in-stream
 error) and Responses (OPENAI-006). Each frame is validated against the `openai` package's own types (the official
-schemas), and the order rules are judged too, the ones the `openai` client does not enforce among them: a chunk
-without `id`, ids or models that change, two finish chunks, no `[DONE]`, anything after it, a usage chunk in the
-wrong place, an error frame followed by a finish.
+schemas; an error frame against spec/channels/openai-error.json), and the order rules are judged too, the ones the
+`openai` client does not enforce among them.
+
+Chat Completions: text/event-stream, LF line ends, no unknown SSE field and no `event:` line, every data frame a
+JSON object; `[DONE]` once and last; every chunk with the same non-empty `id`, `created` and `model`; the first
+delta `{"role": "assistant", "content": ""}`; one choice, of index 0; no tool call delta (nor one before its
+name); exactly one finish chunk, an empty delta with `stop`, no content after it; with include_usage one usage
+chunk (`choices: []`) last, after the finish chunk, and `usage: null` on every other chunk; without it no usage
+chunk; an error frame `{"error": {message, type, param, code}}` alone, once, followed by nothing but `[DONE]`, and
+no finish chunk in that turn.
+Responses: `event:` naming the data's type; sequence_number 0, 1, 2...; response.created, response.in_progress,
+response.output_item.added, response.content_part.added, the deltas, then output_text.done, content_part.done,
+output_item.done and exactly one response.completed (status completed, with usage, one output message), or
+response.failed (status failed, with error.message); the text of every done event and of the completed output
+equal to the deltas; one response id, one message item id, output_index and content_index 0.
+With the script's turn (`expected`): the deltas' text exact, and the turn ends in an error exactly when it fails
+(a chat error frame's code `llm_error`).
 
 `judge_chat(answer, expected, include_usage)` and `judge_responses(answer, expected)` return Violations, each naming
-its requirement; `expected` (the script's turn) adds the content rules, None judges the shape only.
+its requirement; `expected` None judges the shape only. They never raise on a broken body.
 """
 
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
 
 from ..violations import Violation
 from . import official
@@ -23,6 +40,18 @@ if TYPE_CHECKING:
 
 CHAT, ERROR, RESPONSES = "OPENAI-002", "OPENAI-004", "OPENAI-006"
 ERROR_KEYS = {"message", "type", "param", "code"}
+
+
+@cache
+def _error_schema() -> Draft202012Validator:
+    """The OpenAI error body of the contract (spec/channels/openai-error.json), beside the official schemas."""
+    return Draft202012Validator(json.loads((official.OFFICIAL.parent / "openai-error.json").read_text("utf-8")))
+
+
+def error_body_problems(payload: Any) -> list[str]:
+    """Why `payload` is not the OpenAI error body `{"error": {message, type, param, code}}` (OPENAI-004)."""
+    found = sorted(_error_schema().iter_errors(payload), key=lambda e: list(e.absolute_path))
+    return ["/" + "/".join(str(p) for p in e.absolute_path) + f": {e.message}" for e in found]
 
 
 def _short(value: Any, limit: int = 240) -> str:
@@ -39,6 +68,8 @@ def _framing(answer: ChannelAnswer, requirement: str, *, events: bool) -> list[V
     sse = answer.sse
     if sse is None:
         return [*found, Violation(requirement, "the answer is not an event stream")]
+    if sse.line_ends - {"\n"}:
+        found.append(Violation(requirement, f"lines end with {sorted(map(repr, sse.line_ends))}, not LF alone"))
     if sse.unterminated.strip():
         found.append(Violation(requirement, f"the stream ends inside a frame: {_short(sse.unterminated)}"))
     for frame in sse.messages:
@@ -94,52 +125,84 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
 
 def _error_frame(payload: dict[str, Any], index: int, expected: ExpectedTurn | None) -> list[Violation]:
     error = payload.get("error")
-    if not isinstance(error, dict) or set(error) != ERROR_KEYS:
+    if not isinstance(error, dict) or not ERROR_KEYS <= set(error):
         keys = sorted(error) if isinstance(error, dict) else error
         return [Violation(ERROR, f"the error frame is not {{error: {sorted(ERROR_KEYS)}}}: {keys}", index)]
+    found = [Violation(ERROR, f"the error frame: {problem}", index) for problem in error_body_problems(payload)[:2]]
+    if set(payload) != {"error"}:
+        found.append(Violation(ERROR, f"the error frame holds more than `error`: {sorted(payload)}", index))
     if expected is not None and expected.fails and error.get("code") != "llm_error":
-        return [Violation(ERROR, f"the error frame's code is {error.get('code')!r}, not the turn's `llm_error`", index)]
-    return []
+        found.append(Violation(ERROR, f"the error frame's code is {error.get('code')!r}, not the turn's `llm_error`"))
+    return found
+
+
+def _choices(chunk: dict[str, Any]) -> list[Any]:
+    """A chunk's choices, [] when it has none or something else than a list (the schema says what is wrong)."""
+    choices = chunk.get("choices")
+    return choices if isinstance(choices, list) else []
 
 
 def _delta_text(chunk: dict[str, Any]) -> str:
-    choices = chunk.get("choices") or []
+    choices = _choices(chunk)
     delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
     content = delta.get("content") if isinstance(delta, dict) else None
     return content if isinstance(content, str) else ""
 
 
+def _tool_deltas(chunks: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    """Tool events are not sent (OPENAI-002); a tool delta before its name breaks every client that assembles."""
+    found, named = [], set()
+    for index, chunk in chunks:
+        for choice in _choices(chunk):
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict) or not (delta.get("tool_calls") or delta.get("function_call")):
+                continue
+            found.append(Violation(CHAT, "a tool call delta: the server's tool calls are not sent", index))
+            calls = delta.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
+                if not isinstance(call, dict):
+                    continue
+                function = call.get("function") if isinstance(call.get("function"), dict) else {}
+                if call.get("index") not in named and not function.get("name"):
+                    found.append(Violation(CHAT, f"a tool call delta before its name: {_short(call)}", index))
+                named.add(call.get("index"))
+    return found
+
+
 def _chunk_order(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, *, failed: bool) -> list[Violation]:
     found = []
     if not chunks:
-        return [Violation(CHAT, "no chunk before the end")]
+        return [] if failed else [Violation(CHAT, "no chunk before the end")]
     first_index, first = chunks[0]
     ident = (first.get("id"), first.get("created"), first.get("model"))
-    if not isinstance(ident[0], str) or not ident[0]:
-        found.append(Violation(CHAT, f"the chunk has no id: {_short(first)}", first_index))
+    for index, chunk in chunks:
+        if not isinstance(chunk.get("id"), str) or not chunk.get("id"):
+            found.append(Violation(CHAT, f"a chunk has no id: {_short(chunk)}", index))
+            break
     for index, chunk in chunks[1:]:
         other = (chunk.get("id"), chunk.get("created"), chunk.get("model"))
         if other != ident:
             found.append(Violation(CHAT, f"id, created and model {other} differ from the first chunk's {ident}", index))
             break
-    choices = first.get("choices") or [{}]
+    choices = _choices(first) or [{}]
     if not isinstance(choices[0], dict) or choices[0].get("delta") != {"role": "assistant", "content": ""}:
         found.append(Violation(CHAT, f"the first delta is not {{role: assistant, content: ''}}: {_short(first)}"))
+    found += _tool_deltas(chunks)
     finishes = []
     usage_chunks = []
     for position, (index, chunk) in enumerate(chunks):
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict):
-                continue
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            if delta.get("tool_calls") or delta.get("function_call"):
-                found.append(Violation(CHAT, "a tool call delta: the server's tool calls are not sent", index))
-            if choice.get("finish_reason") is not None:
+        listed = _choices(chunk)
+        if len(listed) > 1 or any(isinstance(c, dict) and c.get("index") != 0 for c in listed):
+            found.append(Violation(CHAT, f"choices other than the one of index 0 (n is 1): {_short(listed)}", index))
+        for choice in listed:
+            if isinstance(choice, dict) and choice.get("finish_reason") is not None:
                 finishes.append((position, index, choice))
         if chunk.get("choices") == [] and chunk.get("usage") is not None:
             usage_chunks.append((position, index))
         elif chunk.get("usage") is not None:
             found.append(Violation(CHAT, "usage on a chunk that is not the usage chunk (it must be null)", index))
+        elif include_usage and "usage" not in chunk:
+            found.append(Violation(CHAT, "with include_usage, a chunk without `usage: null`", index))
     if failed:
         if finishes:
             found.append(Violation(ERROR, "a finish chunk in a turn that ended with an error frame", finishes[0][1]))
@@ -155,6 +218,8 @@ def _chunk_order(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, 
         last_content = max((p for p, (_, c) in enumerate(chunks) if _delta_text(c)), default=-1)
         if last_content > position:
             found.append(Violation(CHAT, "content after the finish chunk", chunks[last_content][0]))
+        if usage_chunks and usage_chunks[0][0] < position:
+            found.append(Violation(CHAT, "the usage chunk comes before the finish chunk", usage_chunks[0][1]))
     if include_usage:
         if len(usage_chunks) != 1 or usage_chunks[0][0] != len(chunks) - 1:
             found.append(Violation(CHAT, "with include_usage, one usage chunk (choices []) must end the chunks"))
@@ -202,22 +267,86 @@ def judge_responses(answer: ChannelAnswer, expected: ExpectedTurn | None) -> lis
     if types.count("response.completed") + types.count("response.failed") != 1:
         found.append(Violation(RESPONSES, "not exactly one response.completed or response.failed"))
     middle = [t for t in types[len(OPENING) : -1] if t != "response.output_text.delta"]
+    first_closing = next((i for i, t in enumerate(types) if t in CLOSING), len(types))
+    if any(t == "response.output_text.delta" for t in types[first_closing:]):
+        found.append(Violation(RESPONSES, "an output_text.delta after output_text.done"))
     if last == "response.completed" and middle != CLOSING:
         found.append(Violation(RESPONSES, f"between the deltas and response.completed: {middle}, not {CLOSING}"))
-    done_text = [e.get("text") for _, e in events if e.get("type") == "response.output_text.done"]
-    if done_text and done_text[0] != text:
-        found.append(Violation(RESPONSES, f"output_text.done has {done_text[0]!r}; the deltas made {text!r}"))
+    if last == "response.failed" and middle not in ([], CLOSING):
+        found.append(Violation(RESPONSES, f"between the deltas and response.failed: {middle}"))
+    found += _texts_agree(events, text, last)
+    found += _ids_agree(events)
     final = events[-1][1].get("response") if isinstance(events[-1][1].get("response"), dict) else {}
-    if last == "response.completed" and not isinstance(final.get("usage"), dict):
-        found.append(Violation(RESPONSES, "response.completed carries no usage"))
+    if last == "response.completed":
+        if not isinstance(final.get("usage"), dict):
+            found.append(Violation(RESPONSES, "response.completed carries no usage"))
+        if final.get("status") != "completed":
+            found.append(Violation(RESPONSES, f"response.completed has the status {final.get('status')!r}"))
     if last == "response.failed":
         error = final.get("error") if isinstance(final.get("error"), dict) else {}
         if not isinstance(error.get("message"), str) or not error.get("message"):
             found.append(Violation(RESPONSES, "response.failed carries no response.error.message"))
+        if final.get("status") != "failed":
+            found.append(Violation(RESPONSES, f"response.failed has the status {final.get('status')!r}"))
     if expected is not None:
         want = "response.failed" if expected.fails else "response.completed"
         if last != want:
             found.append(Violation(RESPONSES, f"the turn ends with {last!r}; its script makes it {want}"))
         if text != expected.text:
             found.append(Violation(RESPONSES, f"the deltas' text is {text!r}; the fake LLM streamed {expected.text!r}"))
+    return found
+
+
+def _of(events: list[tuple[int, dict[str, Any]]], kind: str) -> list[dict[str, Any]]:
+    return [event for _, event in events if event.get("type") == kind]
+
+
+def _texts_agree(events: list[tuple[int, dict[str, Any]]], text: str, last: str) -> list[Violation]:
+    """Every event that repeats the text (output_text.done, content_part.done, output_item.done, the completed
+    response's output) holds exactly what the deltas made."""
+    found = []
+    for event in _of(events, "response.output_text.done"):
+        if event.get("text") != text:
+            found.append(Violation(RESPONSES, f"output_text.done has {event.get('text')!r}; the deltas made {text!r}"))
+    for event in _of(events, "response.content_part.done"):
+        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        if part.get("text") != text:
+            found.append(Violation(RESPONSES, f"content_part.done has {part.get('text')!r}; the deltas made {text!r}"))
+    items = [e.get("item") for e in _of(events, "response.output_item.done")]
+    final = events[-1][1].get("response") if isinstance(events[-1][1].get("response"), dict) else {}
+    if last == "response.completed":
+        output = final.get("output") if isinstance(final.get("output"), list) else []
+        items.append(output[0] if output else None)
+        if len(output) != 1:
+            found.append(Violation(RESPONSES, f"response.completed's output has {len(output)} items, not one"))
+    for item in items:
+        content = item.get("content") if isinstance(item, dict) else None
+        content = content if isinstance(content, list) else []
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "output_text"]
+        if texts != [text]:
+            found.append(
+                Violation(RESPONSES, f"a done message holds the output_text {texts}; the deltas made {text!r}")
+            )
+    return found
+
+
+def _ids_agree(events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    """One response id, one message item id, at output_index 0 and content_index 0, throughout."""
+    found = []
+    responses = [e["response"].get("id") for _, e in events if isinstance(e.get("response"), dict)]
+    if len(set(map(str, responses))) > 1 or any(not isinstance(r, str) or not r for r in responses):
+        found.append(
+            Violation(RESPONSES, f"the events name more than one response id: {sorted(set(map(str, responses)))}")
+        )
+    items = [e["item"].get("id") for _, e in events if isinstance(e.get("item"), dict)]
+    items += [e.get("item_id") for _, e in events if "item_id" in e]
+    if len(set(map(str, items))) > 1:
+        found.append(
+            Violation(RESPONSES, f"the events name more than one message item: {sorted(set(map(str, items)))}")
+        )
+    for index, event in events:
+        where = (event.get("output_index", 0), event.get("content_index", 0))
+        if where != (0, 0):
+            found.append(Violation(RESPONSES, f"an event at (output_index, content_index) {where}, not (0, 0)", index))
+            break
     return found

@@ -1,17 +1,27 @@
-"""The OpenAI channel (OPENAI-*): Chat Completions streamed and not, Responses streamed and not, the models, and
-OpenAI's error body. Each streamed answer is judged by the protocol's rules (conformance/channels/rules_openai.py)
-and read again by the `openai` client itself (its stream state assembles the completion or the response)."""
+"""The OpenAI channel (OPENAI-*): the requests Chat Completions and Responses take, their streams judged by the
+protocol's rules (conformance/channels/rules_openai.py, the official schemas there) and by the `openai` client
+itself run over each recorded body, the non-streamed answers, every refusal's OpenAI error body, and the models.
+
+The checks reach the target only over HTTP, as any OpenAI client would, and read the fake LLM's log to see what
+reached the model (instructions, the earlier turns of a continued session)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
+import httpx
+import openai
+
 from ..channels import official, rules_openai
-from ..channels.expected import ExpectedTurn, expected_turn
+from ..channels.client import ChannelAnswer, ChannelClient
+from ..channels.endpoints import SESSION_HEADER, Endpoint
+from ..channels.expected import expected_turn
 from ..channels.real_clients import ClientRead
 from ..context import CheckContext
+from ..errors import BlockedBy
 from ..exchanges import Exchange, json_or_none
 from ..violations import Violation
 from . import check
@@ -19,7 +29,6 @@ from .support_channels import (
     Turn,
     client,
     endpoint,
-    not_received,
     post_turn,
     real_client_reads,
     record,
@@ -27,257 +36,564 @@ from .support_channels import (
     unless_blocked,
 )
 
-SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
 RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-SESSION_HEADER = "x-copilot-session-id"
-# OPENAI-004: the error `type` of each status.
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error"}
-ERROR_TYPES |= {404: "not_found_error", 405: "not_found_error", 409: "conflict_error", 413: "invalid_request_error"}
-ERROR_TYPES |= {422: "invalid_request_error", 429: "rate_limit_error"}
+UNKNOWN_MEMBER = "conformance_unknown_member"
+UNKNOWN_MODEL = "conformance-no-such-model"
+# OPENAI-004: the error `type` each status gives.
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
 
 
-def error_type(status: int) -> str:
-    return ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+def _label(script: str) -> str:
+    return script.removeprefix("cs-")
 
 
-def openai_error_problems(exchange: Exchange, status: int, code: str) -> list[str]:
-    """What is wrong with a refusal in OpenAI's error shape: the status, the body's four members, type and code."""
-    problems = []
-    if exchange.status != status:
-        problems.append(f"answered {exchange.status if exchange.status is not None else exchange.error}, not {status}")
-    body = json_or_none(exchange.body)
-    error = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(error, dict) or set(error) != {"message", "type", "param", "code"}:
-        return [*problems, f"the body is not {{error: {{message, type, param, code}}}}: {exchange.body[:300]}"]
-    if not isinstance(error["message"], str) or not error["message"]:
-        problems.append("the error has no message")
-    if error["type"] != error_type(status):
-        problems.append(f"the error type is {error['type']!r}; status {status} gives {error_type(status)!r}")
-    if error["code"] != code:
-        problems.append(f"the error code is {error['code']!r}, not {code!r}")
-    return problems
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
-def client_problems(read: ClientRead, turn: Turn) -> list[str]:
-    """What the `openai` client made of the body: the script's text for a turn that finishes; for one that fails,
-    its own error carrying `llm_error` (Chat Completions) or a `response.failed` it saw (Responses)."""
-    responses = turn.answer.endpoint.name == "openai_responses"
+def _error_of(body: str) -> dict[str, Any]:
+    payload = json_or_none(body)
+    error = payload.get("error") if isinstance(payload, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
+def _streamed(answer: ChannelAnswer) -> bool:
+    return answer.status == 200 and answer.streamed and answer.completed
+
+
+async def _judged_turns(ctx: CheckContext, turns: list[Turn], requirement: str) -> list[tuple[Turn, str | None]]:
+    """The turns to judge, each with why it did not go as scripted (None when it did). A turn not answered with a
+    stream the server ended is `requirement`'s failure at once (a 404: the endpoint is not served); the streamed ones
+    go through the controls of support_channels.unless_blocked (a plain turn not served: blocked, blaming nothing)."""
+    streamed = []
+    for turn in turns:
+        if _streamed(turn.answer):
+            streamed.append(turn)
+            continue
+        ended = "" if turn.answer.completed else " (the stream did not end)"
+        why = f"the {turn.expected.script} turn was not streamed{ended}: {turn.answer.describe()}"
+        record(ctx, [Violation(requirement, why)], turn.answer, set())
+    whys = await unless_blocked(ctx, streamed) if streamed else []
+    return list(zip(streamed, whys, strict=True))
+
+
+def _session_header(answer: ChannelAnswer, requirement: str) -> list[Violation]:
+    if answer.headers.get(SESSION_HEADER):
+        return []
+    return [Violation(requirement, "the answer does not name its session in the header X-Copilot-Session-Id")]
+
+
+def _chat_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
+    """What the `openai` client made of a recorded chat stream: the script's text for a finishing turn; for a failing
+    one an APIError carrying the contract's code `llm_error`."""
     if turn.expected.fails:
-        if responses:
-            seen = read.detail.get("events") or []
-            return [] if "response.failed" in seen else [f"the client saw no response.failed ({read.error or seen})"]
-        if read.ok or read.error_code != "llm_error":
-            return [f"the client did not raise the turn's error with code llm_error: {read.error or 'it finished'}"]
+        if read.ok:
+            return [Violation("OPENAI-004", "the `openai` client read the failing turn to its end without an error")]
+        if not (read.error or "").startswith("APIError") or read.error_code != "llm_error":
+            return [
+                Violation(
+                    "OPENAI-004",
+                    f"the `openai` client raised {read.error!r} (code {read.error_code!r}), not an APIError with the "
+                    "contract's code `llm_error`",
+                )
+            ]
         return []
     if not read.ok:
-        return [f"the `openai` client rejected the stream: {read.error}"]
+        return [Violation("OPENAI-002", f"the `openai` client rejected the stream: {read.error}")]
     if read.text != turn.expected.text:
-        return [f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}"]
+        return [
+            Violation(
+                "OPENAI-002",
+                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}",
+            )
+        ]
     return []
 
 
-async def _streamed(ctx: CheckContext, name: str, scripts: list[str], requirement: str) -> None:
-    """Each scenario streamed on one endpoint, judged by the rules and by the `openai` client over its body."""
-    chosen = endpoint(ctx, name)
-    present = [s for s in scripts if s in ctx.env.scripts]
-    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=s.removeprefix("cs-")) for s in present))
-    whys = await unless_blocked(ctx, list(turns))
-    judged = [(turn, why) for turn, why in zip(turns, whys, strict=True) if turn.answer.streamed]
-    for turn in turns:
-        if not turn.answer.streamed:
-            record(
-                ctx,
-                [Violation(requirement, f"the turn was not streamed: {turn.answer.describe()}")],
-                turn.answer,
-                set(),
+def _responses_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
+    """`client.responses.stream` over the recorded body: the script's text, or `response.failed` for a failing turn."""
+    events = read.detail.get("events") or []
+    if turn.expected.fails:
+        if "response.failed" not in events:
+            return [
+                Violation(
+                    "OPENAI-006",
+                    f"the `openai` client's response stream yielded {events[-4:]} and {read.error or 'no error'}, "
+                    "not the turn's response.failed",
+                )
+            ]
+        return []
+    if not read.ok:
+        return [Violation("OPENAI-006", f"the `openai` client's responses.stream rejected the stream: {read.error}")]
+    if read.text != turn.expected.text:
+        return [
+            Violation(
+                "OPENAI-006",
+                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}",
             )
-    reads = await real_client_reads(ctx, [turn.answer for turn, _ in judged])
-    for (turn, why), read in zip(judged, reads, strict=True):
-        answer = turn.answer
-        if name == "openai_chat":
-            found = rules_openai.judge_chat(answer, turn.expected, include_usage=True)
-        else:
-            found = rules_openai.judge_responses(answer, turn.expected)
-        found += [Violation(requirement, problem) for problem in client_problems(read, turn)]
-        if not answer.headers.get(SESSION_HEADER):
-            found.append(Violation(requirement, f"no {SESSION_HEADER} header names the session"))
-        if why:
-            found.append(Violation(requirement, why))
-        judged_here = {requirement, "OPENAI-004"} if name == "openai_chat" else {requirement}
-        record(ctx, found, answer, judged_here)
+        ]
+    return []
 
 
-@check("channel_openai.chat_stream")
-async def chat_stream(ctx: CheckContext) -> None:
-    await _streamed(ctx, "openai_chat", SCENARIOS, "OPENAI-002")
+# --- OPENAI-001: the request -------------------------------------------------------------------------------------
 
 
-@check("channel_openai.responses_stream")
-async def responses_stream(ctx: CheckContext) -> None:
-    await _streamed(ctx, "openai_responses", RESPONSES_SCENARIOS, "OPENAI-006")
+def _named(answer: ChannelAnswer, member: str) -> bool:
+    error = _error_of(answer.exchange.body)
+    return error.get("param") == member or member in str(error.get("message", ""))
 
 
-@check("channel_openai.chat_whole")
-async def chat_whole(ctx: CheckContext) -> None:
-    """Not streamed: a ChatCompletion with the turn's whole text and usage; a failed turn 502 with its code and
-    `x-should-retry: false`."""
-    chosen = endpoint(ctx, "openai_chat")
-    turns = await asyncio.gather(
-        *(post_turn(ctx, chosen, s, label=f"whole-{s}", stream=False) for s in ("cs-tool", "cs-llm-error"))
-    )
-    finished, failed = turns
-    await unless_blocked(ctx, [finished])
-    body = json_or_none(finished.answer.exchange.body)
-    problems = [f"{p}" for p in official.errors("openai_chat_completion", body)[:3]] if body is not None else []
-    if finished.answer.status != 200 or not isinstance(body, dict):
-        problems.append(f"the completion was not answered 200 with JSON: {finished.answer.describe()}")
-    else:
-        choices = body.get("choices") or [{}]
-        message = choices[0].get("message") if isinstance(choices[0], dict) else None
-        wanted = {"role": "assistant", "content": finished.expected.text}
-        if len(choices) != 1 or not isinstance(message, dict) or {k: message.get(k) for k in wanted} != wanted:
-            problems.append(f"the choice's message is {message!r}; the turn's text is {finished.expected.text!r}")
-        if choices[0].get("finish_reason") != "stop":
-            problems.append(f"finish_reason {choices[0].get('finish_reason')!r}, not stop")
-        if not isinstance(body.get("usage"), dict):
-            problems.append("the completion carries no usage")
-    ctx.findings.expect("OPENAI-003", not problems, "; ".join(problems), finished.answer.exchange)
-    refusal = openai_error_problems(failed.answer.exchange, 502, "llm_error")
-    if failed.answer.headers.get("x-should-retry") != "false":
-        refusal.append("no `x-should-retry: false` header: the openai client runs the turn again")
-    ctx.findings.expect(
-        "OPENAI-003", not refusal, "a failed turn, not streamed: " + "; ".join(refusal), failed.answer.exchange
-    )
+def _refused(answer: ChannelAnswer, status: int, code: str) -> bool:
+    error = _error_of(answer.exchange.body)
+    return answer.status == status and not answer.streamed and error.get("code") == code
 
 
-@check("channel_openai.errors")
-async def errors(ctx: CheckContext) -> None:
-    """Every refusal of the channel in OpenAI's error body, its type given by the status."""
-    chosen = endpoint(ctx, "openai_chat")
-    channel = client(ctx)
-    plain = channel.request(chosen, "cs-plain", run=run_tag(ctx, "e"))
-    cases: list[tuple[str, Any, dict[str, Any], int, str]] = [
-        ("invalid JSON", b'{"model": ', {}, 400, "invalid_json"),
-        ("an unknown model", {**plain, "model": "cs-no-such-model"}, {}, 404, "model_not_found"),
-        ("an unsupported member", {**plain, "logit_bias": {"50256": -100}}, {}, 422, "unsupported_field"),
-    ]
-    if ctx.env.users["main"].token is not None:
-        cases.append(
-            ("a forged token", plain, {"headers": {"Authorization": "Bearer cs-forged-token"}}, 401, "unauthorized")
-        )
-    else:
-        ctx.findings.not_testable("OPENAI-004", "the target authenticates nobody (auth.mode none): no 401 to judge")
-    answers = await asyncio.gather(*(channel.post(chosen, body, **options) for _w, body, options, _s, _c in cases))
-    for answer, (what, _body, _options, status, code) in zip(answers, cases, strict=True):
-        problems = openai_error_problems(answer.exchange, status, code)
-        ctx.findings.expect("OPENAI-004", not problems, f"{what}: " + "; ".join(problems), answer.exchange)
-    wrong_method = await channel.get("openai", chosen.suffix)
-    problems = openai_error_problems(wrong_method, 405, "method_not_allowed")
-    ctx.findings.expect("OPENAI-004", not problems, "GET of chat/completions: " + "; ".join(problems), wrong_method)
+async def _system_prompt(ctx: CheckContext, run: str) -> tuple[str, str]:
+    """(the system messages, every message) the fake LLM's first generation of `run` received, as text."""
+    records = await ctx.llm.main_requests(run)
+    messages = records[0].get("messages") or [] if records else []
+    system = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
+    return json.dumps(system), json.dumps(messages)
 
 
 @check("channel_openai.requests")
 async def requests(ctx: CheckContext) -> None:
-    """The members a request may carry: a session named by metadata continues, instructions reach that turn's
-    system prompt only, n 1 and tool_choice auto are taken, other values and members are refused by name."""
     chosen = endpoint(ctx, "openai_chat")
     channel = client(ctx)
+
+    def body(label: str, *, session_id: str | None = None, **members: Any) -> dict[str, Any]:
+        made = channel.request(chosen, "cs-plain", session_id=session_id, run=run_tag(ctx, label))
+        return {**made, **members}
+
+    # Members the contract accepts, each in a turn of its own (what fails is then named).
+    accepted = {
+        "n 1 and tool_choice none": body("n1", n=1, tool_choice="none"),
+        "tool_choice auto, user and temperature": body("auto", tool_choice="auto", user="conformance", temperature=0.5),
+        "an unknown member that is null": body("null", **{UNKNOWN_MEMBER: None}),
+    }
+    refused = [
+        ("an unknown member", body("unknown", **{UNKNOWN_MEMBER: {"x": 1}}), 422, "unsupported_field", UNKNOWN_MEMBER),
+        ("n 2", body("n2", n=2), 422, "unsupported_field", "n"),
+        ("tool_choice required", body("required", tool_choice="required"), 422, "unsupported_field", "tool_choice"),
+        ("a model not listed", body("model", model=UNKNOWN_MODEL), 404, "model_not_found", "model"),
+    ]
     session = str(uuid.uuid4())
-    instruction = f"cs-instruction-{uuid.uuid4().hex[:8]}"
-    first_run, second_run = run_tag(ctx, "r1"), run_tag(ctx, "r2")
-    first = channel.request(chosen, "cs-plain", session_id=session, run=first_run)
-    first["messages"] = [{"role": "system", "content": instruction}, *first["messages"]]
-    first |= {"n": 1, "tool_choice": "auto", "user": "conformance", "tools": []}
-    answer = await channel.post(chosen, first)
-    await unless_blocked(ctx, [Turn(answer, _expected(ctx, "cs-plain"), first_run)])
-    second = channel.request(chosen, "cs-plain", session_id=session, run=second_run)
-    again = await channel.post(chosen, second)
-    await unless_blocked(ctx, [Turn(again, _expected(ctx, "cs-plain"), second_run)])
+    instructions = (f"Conformance system instruction {ctx.run}", f"Conformance developer instruction {ctx.run}")
+
+    async def continued() -> tuple[ChannelAnswer, ChannelAnswer]:
+        """A turn with system and developer messages creating `session`, then a second turn continuing it."""
+        first = body("first", session_id=session)
+        first["messages"] = [
+            {"role": "system", "content": instructions[0]},
+            {"role": "developer", "content": instructions[1]},
+            *first["messages"],
+        ]
+        answer = await channel.post(chosen, first)
+        return answer, await channel.post(chosen, body("second", session_id=session))
+
+    async def separate() -> tuple[ChannelAnswer, ChannelAnswer]:
+        """Two turns without metadata: each starts a session of its own."""
+        first = await channel.post(chosen, body("alone-1"))
+        return first, await channel.post(chosen, body("alone-2"))
+
+    accepted_answers, refused_answers, (first, second), (alone, apart) = await asyncio.gather(
+        asyncio.gather(*(channel.post(chosen, b) for b in accepted.values())),
+        asyncio.gather(*(channel.post(chosen, b) for _, b, *_ in refused)),
+        continued(),
+        separate(),
+    )
+    for what, answer in zip(accepted, accepted_answers, strict=True):
+        ctx.findings.expect(
+            "OPENAI-001",
+            _streamed(answer),
+            f"a request with {what} was not answered with a stream: {answer.describe()}",
+            answer.exchange,
+        )
+    for (what, _body, status, code, member), answer in zip(refused, refused_answers, strict=True):
+        ok = _refused(answer, status, code) and _named(answer, member)
+        ctx.findings.expect(
+            "OPENAI-001",
+            ok,
+            f"a request with {what} should be answered {status} `{code}` naming `{member}`: {answer.describe()}",
+            answer.exchange,
+        )
+
+    # Sessions: metadata.session_id creates and continues one; without it each turn is a session of its own.
+    for answer in (first, second, alone, apart):
+        if not _streamed(answer):
+            ctx.findings.require(False, "OPENAI-001", f"a plain turn was not streamed: {answer.describe()}")
+    await unless_blocked(
+        ctx,
+        [
+            Turn(a, expected_turn(ctx.env.scripts, "cs-plain"), run_tag(ctx, label))
+            for a, label in ((first, "first"), (second, "second"), (alone, "alone-1"), (apart, "alone-2"))
+        ],
+    )
     problems = []
-    if answer.headers.get(SESSION_HEADER) not in (None, session):
-        problems.append(f"metadata.session_id {session} made the session {answer.headers.get(SESSION_HEADER)}")
-    if await not_received(ctx, first_run, [instruction]):
-        problems.append("a system message did not reach the turn's system prompt")
-    if not await not_received(ctx, second_run, [instruction]):
-        problems.append("the first turn's system message reached the next turn too (it is for that turn only)")
-    missing = await not_received(ctx, second_run, [ctx.message("cs-plain", run=first_run)])
+    for answer in (first, second):
+        named = answer.headers.get(SESSION_HEADER)
+        if named is not None and named != session:
+            problems.append(f"metadata.session_id {session!r} should name the session; the answer names {named!r}")
+    system, _ = await _system_prompt(ctx, run_tag(ctx, "first"))
+    missing = [text for text in instructions if text not in system]
     if missing:
-        problems.append("metadata.session_id did not continue the session: the model did not see the first turn")
-    ctx.findings.expect("OPENAI-001", not problems, "; ".join(problems), answer.exchange, again.exchange)
-    refused = [("n", {"n": 2}), ("tool_choice", {"tool_choice": "required"}), ("logprobs", {"logprobs": True})]
-    bodies = [{**channel.request(chosen, "cs-plain", run=run_tag(ctx, f"x-{m}")), **extra} for m, extra in refused]
-    answers = await asyncio.gather(*(channel.post(chosen, body) for body in bodies))
-    for (member, _extra), refusal in zip(refused, answers, strict=True):
-        problems = openai_error_problems(refusal.exchange, 422, "unsupported_field")
-        if not problems and member not in refusal.exchange.body:
-            problems.append(f"the refusal does not name {member!r}")
-        ctx.findings.expect("OPENAI-001", not problems, f"{member}: " + "; ".join(problems), refusal.exchange)
+        problems.append(f"the system and developer messages did not reach the turn's system prompt: {missing}")
+    _, later = await _system_prompt(ctx, run_tag(ctx, "second"))
+    if run_tag(ctx, "first") not in later:
+        problems.append("the second turn with the same metadata.session_id does not carry the first turn")
+    leaked = [text for text in instructions if text in later]
+    if leaked:
+        problems.append(f"the first turn's instructions reached the next turn too: {leaked}")
+    _, unrelated = await _system_prompt(ctx, run_tag(ctx, "alone-2"))
+    if run_tag(ctx, "alone-1") in unrelated:
+        problems.append("a turn without metadata.session_id continued the previous turn's session")
+    if alone.headers.get(SESSION_HEADER) and alone.headers.get(SESSION_HEADER) == apart.headers.get(SESSION_HEADER):
+        problems.append("two turns without metadata.session_id name the same session")
+    ctx.findings.expect(
+        "OPENAI-001", not problems, "; ".join(problems), first.exchange, second.exchange, apart.exchange
+    )
 
 
-def _expected(ctx: CheckContext, script: str) -> ExpectedTurn:
-    return expected_turn(ctx.env.scripts, script)
+# --- OPENAI-002 and OPENAI-004: the stream ---------------------------------------------------------------------
+
+
+@check("channel_openai.chat_stream")
+async def chat_stream(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "openai_chat")
+    channel = client(ctx)
+    scripts = [s for s in CHAT_SCENARIOS if s in ctx.env.scripts]
+    turns = list(await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s)) for s in scripts)))
+
+    async def without_usage() -> Turn:
+        """A plain turn without stream_options: no usage chunk, and no `usage` required elsewhere."""
+        run = run_tag(ctx, "no-usage")
+        made = channel.request(chosen, "cs-plain", run=run)
+        made.pop("stream_options", None)
+        return Turn(await channel.post(chosen, made), expected_turn(ctx.env.scripts, "cs-plain"), run)
+
+    turns.append(await without_usage())
+    judged = await _judged_turns(ctx, turns, "OPENAI-002")
+    reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
+    for (turn, why), read in zip(judged, reads, strict=True):
+        include_usage = "stream_options" in (json_or_none(turn.answer.exchange.request_body or "") or {})
+        found = rules_openai.judge_chat(turn.answer, turn.expected, include_usage)
+        found += _session_header(turn.answer, "OPENAI-002") + _chat_client_violations(read, turn)
+        if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
+            found.append(Violation("OPENAI-004" if turn.expected.fails else "OPENAI-002", why))
+        record(ctx, found, turn.answer, {"OPENAI-004"} if turn.expected.fails else {"OPENAI-002"})
+    if not any(turn.expected.fails for turn, _ in judged):
+        ctx.findings.not_testable("OPENAI-004", "no failing turn was streamed: the in-stream error was not seen")
+
+
+# --- OPENAI-003: the whole answer -----------------------------------------------------------------------------
+
+
+async def _missed(ctx: CheckContext, turn: Turn) -> str | None:
+    """Why a non-streamed turn did not reach the fake LLM as its script says (None when it did)."""
+    generations = await ctx.llm.main_requests(turn.run)
+    steps = len(turn.expected.generations)
+    if turn.expected.fails and generations:
+        return None
+    if len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps]):
+        return None
+    return f"the {turn.expected.script} turn made {len(generations)} generation(s) of the fake LLM"
+
+
+async def _unless_streamed_turns_fail(ctx: CheckContext, chosen: Endpoint, turns: list[Turn]) -> list[str | None]:
+    """For non-streamed turns: why each missed its script; when one did, streamed controls of the same scripts tell
+    whether the model (TESTABILITY-001/003, via unless_blocked) or this answer is to blame."""
+    whys = [await _missed(ctx, turn) for turn in turns]
+    missed = [turn.expected.script for turn, why in zip(turns, whys, strict=True) if why]
+    if missed:
+        controls = await asyncio.gather(
+            *(
+                post_turn(ctx, chosen, s, label=f"control-{_label(s)}-{uuid.uuid4().hex[:6]}")
+                for s in dict.fromkeys(missed)
+            )
+        )
+        if not all(_streamed(c.answer) for c in controls):
+            shown = "; ".join(c.answer.describe() for c in controls if not _streamed(c.answer))
+            raise BlockedBy("TESTABILITY-001", f"{'; '.join(w for w in whys if w)}; streamed controls fail: {shown}")
+        await unless_blocked(ctx, list(controls))
+    return whys
+
+
+@check("channel_openai.chat_whole")
+async def chat_whole(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "openai_chat")
+    scripts = [s for s in WHOLE_SCENARIOS if s in ctx.env.scripts]
+    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s), stream=False) for s in scripts))
+    whys = await _unless_streamed_turns_fail(ctx, chosen, list(turns))
+    for turn, why in zip(turns, whys, strict=True):
+        answer, problems = turn.answer, [why] if why else []
+        if turn.expected.fails:
+            error = _error_of(answer.exchange.body)
+            if answer.status != 502 or error.get("code") != "llm_error":
+                problems.append(f"a failed turn should be answered 502 `llm_error`: {answer.describe()}")
+            if answer.headers.get("x-should-retry") != "false":
+                problems.append(f"x-should-retry is {answer.headers.get('x-should-retry')!r}, not 'false'")
+        else:
+            problems += _completion_problems(answer, turn.expected.text)
+        ctx.findings.expect(
+            "OPENAI-003", not problems, f"{turn.expected.script}: " + "; ".join(problems), answer.exchange
+        )
+
+
+def _completion_problems(answer: ChannelAnswer, text: str) -> list[str]:
+    if answer.status != 200 or answer.streamed:
+        return [f"the turn with stream false was not answered 200 with a chat.completion: {answer.describe()}"]
+    payload = json_or_none(answer.exchange.body)
+    problems = [f"not a ChatCompletion: {e}" for e in official.errors("openai_chat_completion", payload)[:3]]
+    if not isinstance(payload, dict):
+        return problems or [f"the answer is not a JSON object: {_short(answer.exchange.body)}"]
+    if payload.get("object") != "chat.completion":
+        problems.append(f"the object is {payload.get('object')!r}, not chat.completion")
+    choices = payload.get("choices") if isinstance(payload.get("choices"), list) else []
+    if len(choices) != 1 or not isinstance(choices[0], dict):
+        return [*problems, f"{len(choices)} choices, not one"]
+    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
+    if message.get("role") != "assistant" or message.get("content") != text:
+        problems.append(f"the message is {_short(message)}; expected the assistant's text {text!r}")
+    if message.get("tool_calls"):
+        problems.append("the message carries tool calls: the server runs its own")
+    if choices[0].get("finish_reason") != "stop":
+        problems.append(f"finish_reason {choices[0].get('finish_reason')!r}, not stop")
+    usage = payload.get("usage")
+    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
+    if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) for k in keys):
+        problems.append(f"the usage is {_short(usage)}, not the turn's counts")
+    return problems
+
+
+# --- OPENAI-004: every refusal ---------------------------------------------------------------------------------
+
+
+def _error_problems(exchange: Exchange, status: int, code: str | None) -> list[str]:
+    """The OpenAI error body with the status, the contract's code and the status's type."""
+    if exchange.status != status:
+        got = exchange.status if exchange.status is not None else exchange.error
+        return [f"answered {got}, not {status}: {_short(exchange.body or '')}"]
+    payload = json_or_none(exchange.body or "")
+    problems = [f"not the OpenAI error body: {p}" for p in rules_openai.error_body_problems(payload)[:3]]
+    error = _error_of(exchange.body or "")
+    if error.get("type") != ERROR_TYPES.get(status, "server_error"):
+        problems.append(f"the type is {error.get('type')!r}; status {status} gives {ERROR_TYPES.get(status)!r}")
+    if code is not None and error.get("code") != code:
+        problems.append(f"the code is {error.get('code')!r}, not {code!r}")
+    return problems
+
+
+@check("channel_openai.errors")
+async def errors(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "openai_chat")
+    responses = endpoint(ctx, "openai_responses")
+    channel = client(ctx)
+    plain = channel.request(chosen, "cs-plain", run=run_tag(ctx, "refused"))
+    answered = channel.request(responses, "cs-plain", run=run_tag(ctx, "refused-r"))
+    cases: list[tuple[str, Any, int, str | None]] = [
+        ("a model not listed", channel.post(chosen, {**plain, "model": UNKNOWN_MODEL}), 404, "model_not_found"),
+        ("an unsupported member", channel.post(chosen, {**plain, UNKNOWN_MEMBER: 1}), 422, "unsupported_field"),
+        ("a body that is not JSON", channel.post(chosen, b'{"model": '), 400, "invalid_json"),
+        ("GET of chat/completions", channel.get("openai", "/chat/completions"), 405, None),
+        (
+            "an unsupported member of a response",
+            channel.post(responses, {**answered, UNKNOWN_MEMBER: 1}),
+            422,
+            "unsupported_field",
+        ),
+        (
+            "an unknown previous_response_id",
+            channel.post(responses, {**answered, "previous_response_id": f"resp_{uuid.uuid4().hex}"}),
+            404,
+            "previous_response_not_found",
+        ),
+    ]
+    if ctx.env.users["main"].token is None:
+        ctx.findings.not_testable("OPENAI-004", "the target authenticates nobody: no 401 could be asked for")
+    else:
+        bad = {"Authorization": f"Bearer conformance-not-a-token-{uuid.uuid4().hex}"}
+        cases.append(("a bad token", channel.post(chosen, plain, user=None, headers=bad), 401, "unauthorized"))
+    got = await asyncio.gather(*(request for _, request, _, _ in cases))
+    for (what, _, status, code), result in zip(cases, got, strict=True):
+        exchange = result.exchange if isinstance(result, ChannelAnswer) else result
+        problems = _error_problems(exchange, status, code)
+        ctx.findings.expect("OPENAI-004", not problems, f"{what}: " + "; ".join(problems), exchange)
+
+
+# --- OPENAI-005 and OPENAI-006: Responses ----------------------------------------------------------------------
+
+
+def _response_problems(answer: ChannelAnswer, text: str) -> list[str]:
+    if answer.status != 200 or answer.streamed:
+        return [f"the response was not answered 200 with a Response: {answer.describe()}"]
+    payload = json_or_none(answer.exchange.body)
+    problems = [f"not a Response: {e}" for e in official.errors("openai_response", payload)[:3]]
+    if not isinstance(payload, dict):
+        return problems or [f"the answer is not a JSON object: {_short(answer.exchange.body)}"]
+    if not isinstance(payload.get("id"), str) or not payload.get("id"):
+        problems.append("the response has no id")
+    metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
+    if not isinstance(metadata.get("session_id"), str) or not metadata.get("session_id"):
+        problems.append(f"its metadata {_short(payload.get('metadata'))} holds no session_id")
+    output = payload.get("output") if isinstance(payload.get("output"), list) else []
+    item = output[0] if len(output) == 1 and isinstance(output[0], dict) else {}
+    parts = item.get("content") if isinstance(item.get("content"), list) else []
+    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "output_text"]
+    if item.get("type") != "message" or item.get("role") != "assistant" or len(parts) != 1 or texts != [text]:
+        problems.append(f"the output {_short(output)} is not one assistant message with one output_text {text!r}")
+    usage = payload.get("usage")
+    keys = ("input_tokens", "output_tokens", "total_tokens")
+    if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) for k in keys):
+        problems.append(f"the usage is {_short(usage)}, not the turn's counts")
+    return problems
+
+
+def _response_session(answer: ChannelAnswer) -> Any:
+    """The session a non-streamed Response names in its metadata (None when it names none)."""
+    payload = json_or_none(answer.exchange.body)
+    metadata = payload.get("metadata") if isinstance(payload, dict) else None
+    return metadata.get("session_id") if isinstance(metadata, dict) else None
 
 
 @check("channel_openai.responses")
 async def responses(ctx: CheckContext) -> None:
-    """A Response not streamed; `previous_response_id` continues its session, an unknown one is refused 404."""
     chosen = endpoint(ctx, "openai_responses")
     channel = client(ctx)
-    first = await post_turn(ctx, chosen, "cs-plain", label="resp1", stream=False)
-    await unless_blocked(ctx, [first])
-    body = json_or_none(first.answer.exchange.body)
-    problems = [str(p) for p in official.errors("openai_response", body)[:3]] if body is not None else []
-    if first.answer.status != 200 or not isinstance(body, dict):
-        problems.append(f"the response was not answered 200 with JSON: {first.answer.describe()}")
-        body = {}
-    output = [item for item in body.get("output") or [] if isinstance(item, dict)]
-    parts = [p for item in output for p in item.get("content") or [] if isinstance(p, dict)]
-    if len(output) != 1 or output[0].get("role") != "assistant" or [p.get("type") for p in parts] != ["output_text"]:
-        problems.append(f"the output is not one assistant message with one output_text: {output!r:.300}")
-    elif parts[0].get("text") != first.expected.text:
-        problems.append(f"the output_text is {parts[0].get('text')!r}; the turn's text is {first.expected.text!r}")
-    metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
-    session = first.answer.headers.get(SESSION_HEADER)
-    if not metadata.get("session_id") or (session and metadata.get("session_id") != session):
-        problems.append(f"metadata.session_id is {metadata.get('session_id')!r}, the session {session!r}")
-    if not isinstance(body.get("usage"), dict):
-        problems.append("the response carries no usage")
-    ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), first.answer.exchange)
-    if not isinstance(body.get("id"), str):
-        return
-    run = run_tag(ctx, "resp2")
-    follow = {**channel.request(chosen, "cs-plain", run=run, stream=False), "previous_response_id": body["id"]}
-    unknown = {**channel.request(chosen, "cs-plain", run=run_tag(ctx, "resp3"), stream=False)}
-    unknown["previous_response_id"] = f"resp_{uuid.uuid4().hex}"
-    continued, refused = await asyncio.gather(channel.post(chosen, follow), channel.post(chosen, unknown))
-    await unless_blocked(ctx, [Turn(continued, _expected(ctx, "cs-plain"), run)])
-    missing = await not_received(ctx, run, [first.answer.message])
+    plain = expected_turn(ctx.env.scripts, "cs-plain")
+    instruction = f"Conformance instruction {ctx.run}"
+    runs = {label: run_tag(ctx, f"r-{label}") for label in ("first", "previous", "metadata", "unknown", "store")}
+
+    def body(label: str, **members: Any) -> dict[str, Any]:
+        return {**channel.request(chosen, "cs-plain", run=runs[label], stream=False), **members}
+
+    first, unknown, store = await asyncio.gather(
+        channel.post(chosen, body("first", instructions=instruction)),
+        channel.post(chosen, body("unknown", previous_response_id=f"resp_{uuid.uuid4().hex}")),
+        channel.post(chosen, body("store", store=True)),
+    )
+    if first.status != 200 or first.streamed:  # the model's failure (a streamed chat control tells) or the endpoint's
+        await _unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), [Turn(first, plain, runs["first"])])
+    ctx.findings.require(
+        first.status == 200 and not first.streamed,
+        "OPENAI-005",
+        f"a non-streamed response was not answered 200 with a Response: {first.describe()}",
+        first.exchange,
+    )
+    problems = _response_problems(first, plain.text)
+    ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), first.exchange)
+    session = _response_session(first)
+    response = json_or_none(first.exchange.body)
+    response_id = response.get("id") if isinstance(response, dict) else None
+
+    # The session continues through the previous response's id, then through metadata.session_id.
+    # The input as a list of messages this time (OPENAI-005 takes both forms).
+    again = chosen.with_history(body("previous"), [])
+    previous = await channel.post(chosen, {**again, "previous_response_id": response_id})
+    by_metadata = await channel.post(chosen, body("metadata", metadata={"session_id": session}))
+    turns = [Turn(a, plain, runs[label]) for a, label in ((first, "first"), (previous, "previous"))]
+    whys = [await _missed(ctx, turn) for turn in turns]
+    if any(whys):
+        await _unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), turns)
+    system, _ = await _system_prompt(ctx, runs["first"])
+    _, later = await _system_prompt(ctx, runs["previous"])
+    _, third = await _system_prompt(ctx, runs["metadata"])
+    problems = [why for why in whys if why]
+    problems += _response_problems(previous, plain.text) + _response_problems(by_metadata, plain.text)
+    if instruction not in system:
+        problems.append("`instructions` did not reach the turn's system prompt")
+    if instruction in later:
+        problems.append("`instructions` reached the next turn of the session too")
+    if runs["first"] not in later:
+        problems.append("the turn with previous_response_id does not carry the earlier turn: its session did not go on")
+    if runs["previous"] not in third:
+        problems.append("the turn with metadata.session_id does not carry the earlier turns of that session")
+    for answer in (previous, by_metadata):
+        named = _response_session(answer)
+        if answer.status == 200 and named != session:
+            problems.append(f"a continued response names the session {named!r}, not {session!r}")
+    ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), previous.exchange, by_metadata.exchange)
     ctx.findings.expect(
         "OPENAI-005",
-        not missing,
-        "previous_response_id did not continue the response's session: the model did not see the earlier turn",
-        continued.exchange,
+        _refused(unknown, 404, "previous_response_not_found"),
+        f"an unknown previous_response_id should be answered 404 `previous_response_not_found`: {unknown.describe()}",
+        unknown.exchange,
     )
-    problems = openai_error_problems(refused.exchange, 404, "previous_response_not_found")
     ctx.findings.expect(
-        "OPENAI-005", not problems, "an unknown previous_response_id: " + "; ".join(problems), refused.exchange
+        "OPENAI-005",
+        _refused(store, 422, "unsupported_field") and _named(store, "store"),
+        f"`store: true` should be answered 422 `unsupported_field` naming `store`: {store.describe()}",
+        store.exchange,
     )
+
+
+@check("channel_openai.responses_stream")
+async def responses_stream(ctx: CheckContext) -> None:
+    chosen = endpoint(ctx, "openai_responses")
+    scripts = [s for s in RESPONSES_SCENARIOS if s in ctx.env.scripts]
+    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s)) for s in scripts))
+    judged = await _judged_turns(ctx, list(turns), "OPENAI-006")
+    reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
+    for (turn, why), read in zip(judged, reads, strict=True):
+        found = rules_openai.judge_responses(turn.answer, turn.expected) + _responses_client_violations(read, turn)
+        if why:
+            found.append(Violation("OPENAI-006", why))
+        record(ctx, found, turn.answer, {"OPENAI-006"})
+
+
+# --- OPENAI-007: the models ------------------------------------------------------------------------------------
+
+
+def _client_model_ids(body: str) -> list[str] | str:
+    """The ids the `openai` client lists from the recorded body, or its error."""
+    answer = httpx.Response(200, text=body, headers={"content-type": "application/json"})
+    transport = httpx.MockTransport(lambda request: answer)
+    try:
+        with openai.OpenAI(
+            api_key="recorded", base_url="http://recorded.invalid/v1", http_client=httpx.Client(transport=transport)
+        ) as replaying:
+            return [model.id for model in replaying.models.list()]
+    except Exception as exc:  # noqa: BLE001 - whatever the client raises is its verdict
+        return f"{type(exc).__name__}: {exc}"
 
 
 @check("channel_openai.models")
 async def models(ctx: CheckContext) -> None:
     endpoint(ctx, "openai_chat")
-    exchange = await client(ctx).get("openai", "/models")
-    body = json_or_none(exchange.body)
+    channel: ChannelClient = client(ctx)
+    listed = await channel.get("openai", "/models")
     ctx.findings.require(
-        exchange.status == 200 and isinstance(body, dict) and body.get("object") == "list",
+        listed.status == 200,
         "OPENAI-007",
-        f"GET models: {exchange.describe()} {exchange.body[:300]}",
-        exchange,
+        f"GET .../openai/v1/models answered {listed.status or listed.error}: {_short(listed.body or '')}",
+        listed,
     )
-    data = body.get("data") if isinstance(body.get("data"), list) else []
-    problems = [f"{m!r:.120}: {e}" for m in data for e in official.errors("openai_model", m)[:1]]
+    payload = json_or_none(listed.body or "")
+    problems = []
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict) or payload.get("object") != "list" or not isinstance(data, list):
+        problems.append(f"the answer is not {{object: list, data: [...]}}: {_short(listed.body or '')}")
+        data = []
+    for model in data:
+        problems += [f"a model invalid for Model: {e}" for e in official.errors("openai_model", model)[:2]]
     ids = [m.get("id") for m in data if isinstance(m, dict)]
-    if client(ctx).model not in ids:
-        problems.append(f"the model {client(ctx).model!r} is not listed: {ids}")
-    ctx.findings.expect("OPENAI-007", not problems, "; ".join(problems), exchange)
+    if channel.model not in ids:
+        problems.append(f"the declared model {channel.model!r} is not among {ids}")
+    read = await asyncio.to_thread(_client_model_ids, listed.body or "")
+    if isinstance(read, str):
+        problems.append(f"the `openai` client's models.list() rejected the answer: {read}")
+    elif read != ids:
+        problems.append(f"the `openai` client lists {read}, the body {ids}")
+    ctx.findings.expect("OPENAI-007", not problems, "; ".join(problems[:5]), listed)

@@ -23,7 +23,7 @@ from ..context import CheckContext
 from ..errors import Blocked, BlockedBy, NotTestable
 from ..exchanges import json_or_none
 from ..violations import Violation
-from .support import describe, find_session, generation_started, history, wait_for
+from .support import describe, find_session, generation_started, history, served, wait_for
 
 # The contract's path of each channel under the chat prefix (CHANNEL-001, the `channels` tag of openapi.yaml).
 CONTRACT_PATHS = {"openai": "/openai/v1", "ui": "/ui", "ag_ui": "/ag-ui"}
@@ -359,8 +359,8 @@ async def unless_blocked(ctx: CheckContext, turns: list[Turn]) -> list[str | Non
     chosen = missed[0].answer.endpoint
     why = "; ".join(w for w in whys if w)
     plain = await post_turn(ctx, chosen, "cs-plain", label=f"control-{chosen.name}-{uuid.uuid4().hex[:8]}")
-    served = plain.answer.status == 200 and plain.answer.completed and bool(await ctx.llm.main_requests(plain.run))
-    if not served:
+    plain_served = plain.answer.status == 200 and plain.answer.completed
+    if not (plain_served and await ctx.llm.main_requests(plain.run)):
         raise BlockedBy(
             "TESTABILITY-001", f"{why}; a plain turn in a new session is not served either: {plain.answer.describe()}"
         )

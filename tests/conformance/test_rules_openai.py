@@ -175,6 +175,59 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
         "not the turn's `llm_error`",
     ),
     ("no error frame in a failing turn", E, lambda: broken(E, lambda f: f.pop(-2)), "OPENAI-004", "no error frame"),
+    (
+        "an error type that is no OpenAI type",
+        E,
+        lambda: broken(E, lambda f: f[-2]["error"].update(type="llm_error")),
+        "OPENAI-004",
+        "the error frame: /error/type",
+    ),
+    (
+        "an error frame with more than error",
+        E,
+        lambda: broken(E, lambda f: f[-2].update(id="x")),
+        "OPENAI-004",
+        "holds more than `error`",
+    ),
+    ("a second error frame", E, lambda: broken(E, lambda f: f.insert(-1, f[-2])), "OPENAI-004", "second error frame"),
+    (
+        "a tool call delta before its name",
+        P,
+        lambda: broken(
+            P,
+            lambda f: f[1]["choices"][0]["delta"].update(tool_calls=[{"index": 0, "function": {"arguments": "{}"}}]),
+        ),
+        "OPENAI-002",
+        "before its name",
+    ),
+    (
+        "a chunk without usage: null under include_usage",
+        P,
+        lambda: broken(P, lambda f: f[2].pop("usage")),
+        "OPENAI-002",
+        "without `usage: null`",
+    ),
+    (
+        "a second choice",
+        P,
+        lambda: broken(P, lambda f: f[1]["choices"].append({**f[1]["choices"][0], "index": 1})),
+        "OPENAI-002",
+        "index 0",
+    ),
+    (
+        "the usage chunk before the finish chunk",
+        P,
+        lambda: broken(P, lambda f: f.insert(finish_index(f), f.pop(-2))),
+        "OPENAI-002",
+        "before the finish chunk",
+    ),
+    (
+        "content after the finish chunk",
+        P,
+        lambda: broken(P, lambda f: f.insert(finish_index(f) + 1, f.pop(finish_index(f) - 1))),
+        "OPENAI-002",
+        "content after the finish chunk",
+    ),
 ]
 
 
@@ -182,6 +235,18 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
 def test_each_chat_rule_fails_on_a_stream_broken_that_way(case, name, make, requirement, words):
     found = rules_openai.judge_chat(make(), expected(name))
     assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
+
+
+def test_crlf_line_ends_are_refused():
+    found = rules_openai.judge_chat(chat(P, golden("openai-chat", P).replace("\n", "\r\n")), None)
+    assert any("not LF alone" in v.message for v in found)
+
+
+def test_a_usage_chunk_without_include_usage_is_refused():
+    found = rules_openai.judge_chat(chat(P), None, include_usage=False)
+    assert any("include_usage was not asked for" in v.message for v in found)
+    without = broken(P, lambda f: (f.pop(-2), [c.pop("usage") for c in f if isinstance(c, dict)]))
+    assert rules_openai.judge_chat(without, expected(P), include_usage=False) == []
 
 
 def test_an_event_line_in_a_chat_stream_is_refused():
@@ -243,6 +308,72 @@ RESPONSES_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str]] = [
         "its script makes it",
     ),
     (
+        "content_part.done that is not the deltas",
+        P,
+        lambda: broken_events(
+            P, lambda f: next(e for e in f if e["type"] == "response.content_part.done")["part"].update(text="Other")
+        ),
+        "content_part.done has",
+    ),
+    (
+        "a completed output that is not the deltas",
+        P,
+        lambda: broken_events(P, lambda f: f[-1]["response"]["output"][0]["content"][0].update(text="Other")),
+        "a done message holds",
+    ),
+    (
+        "a response id that changes",
+        P,
+        lambda: broken_events(P, lambda f: f[1]["response"].update(id="resp_other")),
+        "more than one response id",
+    ),
+    (
+        "an item id that changes",
+        P,
+        lambda: broken_events(
+            P, lambda f: next(e for e in f if e["type"] == "response.output_text.delta").update(item_id="msg_other")
+        ),
+        "more than one message item",
+    ),
+    (
+        "a second output index",
+        P,
+        lambda: broken_events(
+            P, lambda f: next(e for e in f if e["type"] == "response.output_text.delta").update(output_index=1)
+        ),
+        "not (0, 0)",
+    ),
+    (
+        "completed with another status",
+        P,
+        lambda: broken_events(P, lambda f: f[-1]["response"].update(status="incomplete")),
+        "has the status",
+    ),
+    (
+        "failed without an error message",
+        E,
+        lambda: broken_events(E, lambda f: f[-1]["response"].update(error=None)),
+        "no response.error.message",
+    ),
+    (
+        "a delta after output_text.done",
+        P,
+        lambda: broken_events(
+            P,
+            lambda f: (
+                f.insert(-1, dict(next(e for e in f if e["type"] == "response.output_text.delta"), delta="")),
+                renumber(f),
+            ),
+        ),
+        "after output_text.done",
+    ),
+    (
+        "two response.completed",
+        P,
+        lambda: broken_events(P, lambda f: (f.insert(-1, dict(f[-1])), renumber(f))),
+        "not exactly one",
+    ),
+    (
         "an event line naming another type",
         P,
         lambda: responses(P, golden("openai-responses", P).replace("event: response.created", "event: created", 1)),
@@ -255,3 +386,26 @@ RESPONSES_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str]] = [
 def test_each_responses_rule_fails_on_a_stream_broken_that_way(case, name, make, words):
     found = rules_openai.judge_responses(make(), expected(name))
     assert any(v.requirement == "OPENAI-006" and words in v.message for v in found), [str(v) for v in found]
+
+
+GARBAGE = [
+    "",
+    "data: [DONE]\n\n",
+    "data: not json\n\n",
+    'data: {"choices": "x", "id": 1}\n\ndata: [DONE]\n\n',
+    'data: {"choices": 5}\n\ndata: {"choices": [{"delta": {"tool_calls": "x"}}]}\n\n',
+    'data: {"choices": [{"delta": {"tool_calls": [3, {"index": 0}]}}]}\n\ndata: {"error": "x"}\n\n',
+    'data: {"error": {"message": "m", "type": "server_error", "param": null, "code": 1}}\n\ndata: [DONE]\n\n',
+    'event: response.completed\ndata: {"type": "response.completed", "response": {"output": {"a": 1}}}\n\n',
+    'event: x\ndata: {"type": "response.output_item.done", "item": [1], "part": 2, "response": 3}\n\n',
+    'event: x\ndata: [1, 2]\n\ndata: "text"\n\n',
+    "data: {}\r\n\r\ndata: {}",
+]
+
+
+@pytest.mark.parametrize("body", GARBAGE)
+def test_the_rules_judge_any_body_without_raising(body: str):
+    assert rules_openai.judge_chat(chat(P, body), expected(P)) != []
+    assert rules_openai.judge_chat(chat(E, body), expected(E), include_usage=False) != []
+    assert rules_openai.judge_responses(responses(P, body), expected(P)) != []
+    assert rules_openai.judge_responses(responses(E, body), None) != []
