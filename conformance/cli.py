@@ -247,18 +247,20 @@ def run(
 def targets() -> None:
     """List the built-in targets (use the name with `run --target`)."""
     table = Table(box=None, header_style="bold")
-    for column in ("name", "target", "reached by", "capabilities"):
+    for column in ("name", "target", "reached by"):
         table.add_column(column, no_wrap=True)
-    table.add_column("description", overflow="fold")
+    for column in ("channels", "capabilities", "description"):
+        table.add_column(column, overflow="fold")
     for path in sorted(BUILTIN_TARGETS.glob("*.yaml")):
         try:
             target = load_target(str(path))
         except TargetError as exc:
-            table.add_row(path.stem, "(invalid)", "", "", str(exc))
+            table.add_row(path.stem, "(invalid)", "", "", "", str(exc))
             continue
         how = "started by the suite" if "start" in target.data else target.data.get("base_url", "")
-        capabilities = ", ".join(sorted(target.capabilities)) or "-"
-        table.add_row(path.stem, target.name, how, capabilities, target.data.get("description", ""))
+        channels = ", ".join(target.channels)
+        capabilities = ", ".join(sorted(target.declarations["capabilities"])) or "-"
+        table.add_row(path.stem, target.name, how, channels, capabilities, target.data.get("description", ""))
     _stdout().print(table)
 
 

@@ -8,21 +8,15 @@ reached the model (instructions, the earlier turns of a continued session)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from typing import Any
 
-import httpx
-import openai
-
 from ..channels import official, rules_openai
 from ..channels.client import ChannelAnswer, ChannelClient
-from ..channels.endpoints import SESSION_HEADER, Endpoint
+from ..channels.endpoints import SESSION_HEADER
 from ..channels.expected import expected_turn
-from ..channels.real_clients import ClientRead
 from ..context import CheckContext
-from ..errors import BlockedBy
-from ..exchanges import Exchange, json_or_none
+from ..exchanges import json_or_none
 from ..violations import Violation
 from . import check
 from .support_channels import (
@@ -35,138 +29,33 @@ from .support_channels import (
     run_tag,
     unless_blocked,
 )
-
-CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
-WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-UNKNOWN_MEMBER = "conformance_unknown_member"
-UNKNOWN_MODEL = "conformance-no-such-model"
-# OPENAI-004: the error `type` each status gives.
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "not_found_error",
-    409: "conflict_error",
-    413: "invalid_request_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
-
-
-def _label(script: str) -> str:
-    return script.removeprefix("cs-")
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _error_of(body: str) -> dict[str, Any]:
-    payload = json_or_none(body)
-    error = payload.get("error") if isinstance(payload, dict) else None
-    return error if isinstance(error, dict) else {}
-
-
-def _streamed(answer: ChannelAnswer) -> bool:
-    return answer.status == 200 and answer.streamed and answer.completed
-
-
-async def _judged_turns(ctx: CheckContext, turns: list[Turn], requirement: str) -> list[tuple[Turn, str | None]]:
-    """The turns to judge, each with why it did not go as scripted (None when it did). A turn not answered with a
-    stream the server ended is `requirement`'s failure at once (a 404: the endpoint is not served); the streamed ones
-    go through the controls of support_channels.unless_blocked (a plain turn not served: blocked, blaming nothing)."""
-    streamed = []
-    for turn in turns:
-        if _streamed(turn.answer):
-            streamed.append(turn)
-            continue
-        ended = "" if turn.answer.completed else " (the stream did not end)"
-        why = f"the {turn.expected.script} turn was not streamed{ended}: {turn.answer.describe()}"
-        record(ctx, [Violation(requirement, why)], turn.answer, set())
-    whys = await unless_blocked(ctx, streamed) if streamed else []
-    return list(zip(streamed, whys, strict=True))
-
-
-def _session_header(answer: ChannelAnswer, requirement: str) -> list[Violation]:
-    if answer.headers.get(SESSION_HEADER):
-        return []
-    return [Violation(requirement, "the answer does not name its session in the header X-Copilot-Session-Id")]
-
-
-def _chat_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
-    """What the `openai` client made of a recorded chat stream: the script's text for a finishing turn; for a failing
-    one an APIError carrying the contract's code `llm_error`."""
-    if turn.expected.fails:
-        if read.ok:
-            return [Violation("OPENAI-004", "the `openai` client read the failing turn to its end without an error")]
-        if not (read.error or "").startswith("APIError") or read.error_code != "llm_error":
-            return [
-                Violation(
-                    "OPENAI-004",
-                    f"the `openai` client raised {read.error!r} (code {read.error_code!r}), not an APIError with the "
-                    "contract's code `llm_error`",
-                )
-            ]
-        return []
-    if not read.ok:
-        return [Violation("OPENAI-002", f"the `openai` client rejected the stream: {read.error}")]
-    if read.text != turn.expected.text:
-        return [
-            Violation(
-                "OPENAI-002",
-                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}",
-            )
-        ]
-    return []
-
-
-def _responses_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
-    """`client.responses.stream` over the recorded body: the script's text, or `response.failed` for a failing turn."""
-    events = read.detail.get("events") or []
-    if turn.expected.fails:
-        if "response.failed" not in events:
-            return [
-                Violation(
-                    "OPENAI-006",
-                    f"the `openai` client's response stream yielded {events[-4:]} and {read.error or 'no error'}, "
-                    "not the turn's response.failed",
-                )
-            ]
-        return []
-    if not read.ok:
-        return [Violation("OPENAI-006", f"the `openai` client's responses.stream rejected the stream: {read.error}")]
-    if read.text != turn.expected.text:
-        return [
-            Violation(
-                "OPENAI-006",
-                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}",
-            )
-        ]
-    return []
-
+from .support_openai import (
+    CHAT_SCENARIOS,
+    RESPONSES_SCENARIOS,
+    UNKNOWN_MEMBER,
+    UNKNOWN_MODEL,
+    WHOLE_SCENARIOS,
+    chat_client_violations,
+    client_model_ids,
+    completion_problems,
+    ended_stream,
+    error_of,
+    error_problems,
+    judged_turns,
+    missed_whole_turn,
+    names_member,
+    refused_as,
+    response_problems,
+    response_session,
+    responses_client_violations,
+    scenario_label,
+    session_header,
+    short,
+    system_prompt,
+    unless_streamed_turns_fail,
+)
 
 # --- OPENAI-001: the request -------------------------------------------------------------------------------------
-
-
-def _named(answer: ChannelAnswer, member: str) -> bool:
-    error = _error_of(answer.exchange.body)
-    return error.get("param") == member or member in str(error.get("message", ""))
-
-
-def _refused(answer: ChannelAnswer, status: int, code: str) -> bool:
-    error = _error_of(answer.exchange.body)
-    return answer.status == status and not answer.streamed and error.get("code") == code
-
-
-async def _system_prompt(ctx: CheckContext, run: str) -> tuple[str, str]:
-    """(the system messages, every message) the fake LLM's first generation of `run` received, as text."""
-    records = await ctx.llm.main_requests(run)
-    messages = records[0].get("messages") or [] if records else []
-    system = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
-    return json.dumps(system), json.dumps(messages)
 
 
 @check("channel_openai.requests")
@@ -218,12 +107,12 @@ async def requests(ctx: CheckContext) -> None:
     for what, answer in zip(accepted, accepted_answers, strict=True):
         ctx.findings.expect(
             "OPENAI-001",
-            _streamed(answer),
+            ended_stream(answer),
             f"a request with {what} was not answered with a stream: {answer.describe()}",
             answer.exchange,
         )
     for (what, _body, status, code, member), answer in zip(refused, refused_answers, strict=True):
-        ok = _refused(answer, status, code) and _named(answer, member)
+        ok = refused_as(answer, status, code) and names_member(answer, member)
         ctx.findings.expect(
             "OPENAI-001",
             ok,
@@ -233,7 +122,7 @@ async def requests(ctx: CheckContext) -> None:
 
     # Sessions: metadata.session_id creates and continues one; without it each turn is a session of its own.
     for answer in (first, second, alone, apart):
-        if not _streamed(answer):
+        if not ended_stream(answer):
             ctx.findings.require(False, "OPENAI-001", f"a plain turn was not streamed: {answer.describe()}")
     await unless_blocked(
         ctx,
@@ -247,17 +136,17 @@ async def requests(ctx: CheckContext) -> None:
         named = answer.headers.get(SESSION_HEADER)
         if named is not None and named != session:
             problems.append(f"metadata.session_id {session!r} should name the session; the answer names {named!r}")
-    system, _ = await _system_prompt(ctx, run_tag(ctx, "first"))
+    system, _ = await system_prompt(ctx, run_tag(ctx, "first"))
     missing = [text for text in instructions if text not in system]
     if missing:
         problems.append(f"the system and developer messages did not reach the turn's system prompt: {missing}")
-    _, later = await _system_prompt(ctx, run_tag(ctx, "second"))
+    _, later = await system_prompt(ctx, run_tag(ctx, "second"))
     if run_tag(ctx, "first") not in later:
         problems.append("the second turn with the same metadata.session_id does not carry the first turn")
     leaked = [text for text in instructions if text in later]
     if leaked:
         problems.append(f"the first turn's instructions reached the next turn too: {leaked}")
-    _, unrelated = await _system_prompt(ctx, run_tag(ctx, "alone-2"))
+    _, unrelated = await system_prompt(ctx, run_tag(ctx, "alone-2"))
     if run_tag(ctx, "alone-1") in unrelated:
         problems.append("a turn without metadata.session_id continued the previous turn's session")
     if alone.headers.get(SESSION_HEADER) and alone.headers.get(SESSION_HEADER) == apart.headers.get(SESSION_HEADER):
@@ -275,7 +164,7 @@ async def chat_stream(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_chat")
     channel = client(ctx)
     scripts = [s for s in CHAT_SCENARIOS if s in ctx.env.scripts]
-    turns = list(await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s)) for s in scripts)))
+    turns = list(await asyncio.gather(*(post_turn(ctx, chosen, s, label=scenario_label(s)) for s in scripts)))
 
     async def without_usage() -> Turn:
         """A plain turn without stream_options: no usage chunk, and no `usage` required elsewhere."""
@@ -285,12 +174,12 @@ async def chat_stream(ctx: CheckContext) -> None:
         return Turn(await channel.post(chosen, made), expected_turn(ctx.env.scripts, "cs-plain"), run)
 
     turns.append(await without_usage())
-    judged = await _judged_turns(ctx, turns, "OPENAI-002")
+    judged = await judged_turns(ctx, turns, "OPENAI-002")
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
     for (turn, why), read in zip(judged, reads, strict=True):
         include_usage = "stream_options" in (json_or_none(turn.answer.exchange.request_body or "") or {})
         found = rules_openai.judge_chat(turn.answer, turn.expected, include_usage)
-        found += _session_header(turn.answer, "OPENAI-002") + _chat_client_violations(read, turn)
+        found += session_header(turn.answer, "OPENAI-002") + chat_client_violations(read, turn)
         if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
             found.append(Violation("OPENAI-004" if turn.expected.fails else "OPENAI-002", why))
         record(ctx, found, turn.answer, {"OPENAI-004"} if turn.expected.fails else {"OPENAI-002"})
@@ -301,99 +190,28 @@ async def chat_stream(ctx: CheckContext) -> None:
 # --- OPENAI-003: the whole answer -----------------------------------------------------------------------------
 
 
-async def _missed(ctx: CheckContext, turn: Turn) -> str | None:
-    """Why a non-streamed turn did not reach the fake LLM as its script says (None when it did)."""
-    generations = await ctx.llm.main_requests(turn.run)
-    steps = len(turn.expected.generations)
-    if turn.expected.fails and generations:
-        return None
-    if len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps]):
-        return None
-    return f"the {turn.expected.script} turn made {len(generations)} generation(s) of the fake LLM"
-
-
-async def _unless_streamed_turns_fail(ctx: CheckContext, chosen: Endpoint, turns: list[Turn]) -> list[str | None]:
-    """For non-streamed turns: why each missed its script; when one did, streamed controls of the same scripts tell
-    whether the model (TESTABILITY-001/003, via unless_blocked) or this answer is to blame."""
-    whys = [await _missed(ctx, turn) for turn in turns]
-    missed = [turn.expected.script for turn, why in zip(turns, whys, strict=True) if why]
-    if missed:
-        controls = await asyncio.gather(
-            *(
-                post_turn(ctx, chosen, s, label=f"control-{_label(s)}-{uuid.uuid4().hex[:6]}")
-                for s in dict.fromkeys(missed)
-            )
-        )
-        if not all(_streamed(c.answer) for c in controls):
-            shown = "; ".join(c.answer.describe() for c in controls if not _streamed(c.answer))
-            raise BlockedBy("TESTABILITY-001", f"{'; '.join(w for w in whys if w)}; streamed controls fail: {shown}")
-        await unless_blocked(ctx, list(controls))
-    return whys
-
-
 @check("channel_openai.chat_whole")
 async def chat_whole(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_chat")
     scripts = [s for s in WHOLE_SCENARIOS if s in ctx.env.scripts]
-    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s), stream=False) for s in scripts))
-    whys = await _unless_streamed_turns_fail(ctx, chosen, list(turns))
+    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=scenario_label(s), stream=False) for s in scripts))
+    whys = await unless_streamed_turns_fail(ctx, chosen, list(turns))
     for turn, why in zip(turns, whys, strict=True):
         answer, problems = turn.answer, [why] if why else []
         if turn.expected.fails:
-            error = _error_of(answer.exchange.body)
+            error = error_of(answer.exchange.body)
             if answer.status != 502 or error.get("code") != "llm_error":
                 problems.append(f"a failed turn should be answered 502 `llm_error`: {answer.describe()}")
             if answer.headers.get("x-should-retry") != "false":
                 problems.append(f"x-should-retry is {answer.headers.get('x-should-retry')!r}, not 'false'")
         else:
-            problems += _completion_problems(answer, turn.expected.text)
+            problems += completion_problems(answer, turn.expected.text)
         ctx.findings.expect(
             "OPENAI-003", not problems, f"{turn.expected.script}: " + "; ".join(problems), answer.exchange
         )
 
 
-def _completion_problems(answer: ChannelAnswer, text: str) -> list[str]:
-    if answer.status != 200 or answer.streamed:
-        return [f"the turn with stream false was not answered 200 with a chat.completion: {answer.describe()}"]
-    payload = json_or_none(answer.exchange.body)
-    problems = [f"not a ChatCompletion: {e}" for e in official.errors("openai_chat_completion", payload)[:3]]
-    if not isinstance(payload, dict):
-        return problems or [f"the answer is not a JSON object: {_short(answer.exchange.body)}"]
-    if payload.get("object") != "chat.completion":
-        problems.append(f"the object is {payload.get('object')!r}, not chat.completion")
-    choices = payload.get("choices") if isinstance(payload.get("choices"), list) else []
-    if len(choices) != 1 or not isinstance(choices[0], dict):
-        return [*problems, f"{len(choices)} choices, not one"]
-    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
-    if message.get("role") != "assistant" or message.get("content") != text:
-        problems.append(f"the message is {_short(message)}; expected the assistant's text {text!r}")
-    if message.get("tool_calls"):
-        problems.append("the message carries tool calls: the server runs its own")
-    if choices[0].get("finish_reason") != "stop":
-        problems.append(f"finish_reason {choices[0].get('finish_reason')!r}, not stop")
-    usage = payload.get("usage")
-    keys = ("prompt_tokens", "completion_tokens", "total_tokens")
-    if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) for k in keys):
-        problems.append(f"the usage is {_short(usage)}, not the turn's counts")
-    return problems
-
-
 # --- OPENAI-004: every refusal ---------------------------------------------------------------------------------
-
-
-def _error_problems(exchange: Exchange, status: int, code: str | None) -> list[str]:
-    """The OpenAI error body with the status, the contract's code and the status's type."""
-    if exchange.status != status:
-        got = exchange.status if exchange.status is not None else exchange.error
-        return [f"answered {got}, not {status}: {_short(exchange.body or '')}"]
-    payload = json_or_none(exchange.body or "")
-    problems = [f"not the OpenAI error body: {p}" for p in rules_openai.error_body_problems(payload)[:3]]
-    error = _error_of(exchange.body or "")
-    if error.get("type") != ERROR_TYPES.get(status, "server_error"):
-        problems.append(f"the type is {error.get('type')!r}; status {status} gives {ERROR_TYPES.get(status)!r}")
-    if code is not None and error.get("code") != code:
-        problems.append(f"the code is {error.get('code')!r}, not {code!r}")
-    return problems
 
 
 @check("channel_openai.errors")
@@ -429,43 +247,11 @@ async def errors(ctx: CheckContext) -> None:
     got = await asyncio.gather(*(request for _, request, _, _ in cases))
     for (what, _, status, code), result in zip(cases, got, strict=True):
         exchange = result.exchange if isinstance(result, ChannelAnswer) else result
-        problems = _error_problems(exchange, status, code)
+        problems = error_problems(exchange, status, code)
         ctx.findings.expect("OPENAI-004", not problems, f"{what}: " + "; ".join(problems), exchange)
 
 
 # --- OPENAI-005 and OPENAI-006: Responses ----------------------------------------------------------------------
-
-
-def _response_problems(answer: ChannelAnswer, text: str) -> list[str]:
-    if answer.status != 200 or answer.streamed:
-        return [f"the response was not answered 200 with a Response: {answer.describe()}"]
-    payload = json_or_none(answer.exchange.body)
-    problems = [f"not a Response: {e}" for e in official.errors("openai_response", payload)[:3]]
-    if not isinstance(payload, dict):
-        return problems or [f"the answer is not a JSON object: {_short(answer.exchange.body)}"]
-    if not isinstance(payload.get("id"), str) or not payload.get("id"):
-        problems.append("the response has no id")
-    metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
-    if not isinstance(metadata.get("session_id"), str) or not metadata.get("session_id"):
-        problems.append(f"its metadata {_short(payload.get('metadata'))} holds no session_id")
-    output = payload.get("output") if isinstance(payload.get("output"), list) else []
-    item = output[0] if len(output) == 1 and isinstance(output[0], dict) else {}
-    parts = item.get("content") if isinstance(item.get("content"), list) else []
-    texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "output_text"]
-    if item.get("type") != "message" or item.get("role") != "assistant" or len(parts) != 1 or texts != [text]:
-        problems.append(f"the output {_short(output)} is not one assistant message with one output_text {text!r}")
-    usage = payload.get("usage")
-    keys = ("input_tokens", "output_tokens", "total_tokens")
-    if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) for k in keys):
-        problems.append(f"the usage is {_short(usage)}, not the turn's counts")
-    return problems
-
-
-def _response_session(answer: ChannelAnswer) -> Any:
-    """The session a non-streamed Response names in its metadata (None when it names none)."""
-    payload = json_or_none(answer.exchange.body)
-    metadata = payload.get("metadata") if isinstance(payload, dict) else None
-    return metadata.get("session_id") if isinstance(metadata, dict) else None
 
 
 @check("channel_openai.responses")
@@ -485,16 +271,16 @@ async def responses(ctx: CheckContext) -> None:
         channel.post(chosen, body("store", store=True)),
     )
     if first.status != 200 or first.streamed:  # the model's failure (a streamed chat control tells) or the endpoint's
-        await _unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), [Turn(first, plain, runs["first"])])
+        await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), [Turn(first, plain, runs["first"])])
     ctx.findings.require(
         first.status == 200 and not first.streamed,
         "OPENAI-005",
         f"a non-streamed response was not answered 200 with a Response: {first.describe()}",
         first.exchange,
     )
-    problems = _response_problems(first, plain.text)
+    problems = response_problems(first, plain.text)
     ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), first.exchange)
-    session = _response_session(first)
+    session = response_session(first)
     response = json_or_none(first.exchange.body)
     response_id = response.get("id") if isinstance(response, dict) else None
 
@@ -504,14 +290,14 @@ async def responses(ctx: CheckContext) -> None:
     previous = await channel.post(chosen, {**again, "previous_response_id": response_id})
     by_metadata = await channel.post(chosen, body("metadata", metadata={"session_id": session}))
     turns = [Turn(a, plain, runs[label]) for a, label in ((first, "first"), (previous, "previous"))]
-    whys = [await _missed(ctx, turn) for turn in turns]
+    whys = [await missed_whole_turn(ctx, turn) for turn in turns]
     if any(whys):
-        await _unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), turns)
-    system, _ = await _system_prompt(ctx, runs["first"])
-    _, later = await _system_prompt(ctx, runs["previous"])
-    _, third = await _system_prompt(ctx, runs["metadata"])
+        await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), turns)
+    system, _ = await system_prompt(ctx, runs["first"])
+    _, later = await system_prompt(ctx, runs["previous"])
+    _, third = await system_prompt(ctx, runs["metadata"])
     problems = [why for why in whys if why]
-    problems += _response_problems(previous, plain.text) + _response_problems(by_metadata, plain.text)
+    problems += response_problems(previous, plain.text) + response_problems(by_metadata, plain.text)
     if instruction not in system:
         problems.append("`instructions` did not reach the turn's system prompt")
     if instruction in later:
@@ -521,19 +307,19 @@ async def responses(ctx: CheckContext) -> None:
     if runs["previous"] not in third:
         problems.append("the turn with metadata.session_id does not carry the earlier turns of that session")
     for answer in (previous, by_metadata):
-        named = _response_session(answer)
+        named = response_session(answer)
         if answer.status == 200 and named != session:
             problems.append(f"a continued response names the session {named!r}, not {session!r}")
     ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), previous.exchange, by_metadata.exchange)
     ctx.findings.expect(
         "OPENAI-005",
-        _refused(unknown, 404, "previous_response_not_found"),
+        refused_as(unknown, 404, "previous_response_not_found"),
         f"an unknown previous_response_id should be answered 404 `previous_response_not_found`: {unknown.describe()}",
         unknown.exchange,
     )
     ctx.findings.expect(
         "OPENAI-005",
-        _refused(store, 422, "unsupported_field") and _named(store, "store"),
+        refused_as(store, 422, "unsupported_field") and names_member(store, "store"),
         f"`store: true` should be answered 422 `unsupported_field` naming `store`: {store.describe()}",
         store.exchange,
     )
@@ -543,30 +329,17 @@ async def responses(ctx: CheckContext) -> None:
 async def responses_stream(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_responses")
     scripts = [s for s in RESPONSES_SCENARIOS if s in ctx.env.scripts]
-    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=_label(s)) for s in scripts))
-    judged = await _judged_turns(ctx, list(turns), "OPENAI-006")
+    turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=scenario_label(s)) for s in scripts))
+    judged = await judged_turns(ctx, list(turns), "OPENAI-006")
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
     for (turn, why), read in zip(judged, reads, strict=True):
-        found = rules_openai.judge_responses(turn.answer, turn.expected) + _responses_client_violations(read, turn)
+        found = rules_openai.judge_responses(turn.answer, turn.expected) + responses_client_violations(read, turn)
         if why:
             found.append(Violation("OPENAI-006", why))
         record(ctx, found, turn.answer, {"OPENAI-006"})
 
 
 # --- OPENAI-007: the models ------------------------------------------------------------------------------------
-
-
-def _client_model_ids(body: str) -> list[str] | str:
-    """The ids the `openai` client lists from the recorded body, or its error."""
-    answer = httpx.Response(200, text=body, headers={"content-type": "application/json"})
-    transport = httpx.MockTransport(lambda request: answer)
-    try:
-        with openai.OpenAI(
-            api_key="recorded", base_url="http://recorded.invalid/v1", http_client=httpx.Client(transport=transport)
-        ) as replaying:
-            return [model.id for model in replaying.models.list()]
-    except Exception as exc:  # noqa: BLE001 - whatever the client raises is its verdict
-        return f"{type(exc).__name__}: {exc}"
 
 
 @check("channel_openai.models")
@@ -577,21 +350,21 @@ async def models(ctx: CheckContext) -> None:
     ctx.findings.require(
         listed.status == 200,
         "OPENAI-007",
-        f"GET .../openai/v1/models answered {listed.status or listed.error}: {_short(listed.body or '')}",
+        f"GET .../openai/v1/models answered {listed.status or listed.error}: {short(listed.body or '')}",
         listed,
     )
     payload = json_or_none(listed.body or "")
     problems = []
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(payload, dict) or payload.get("object") != "list" or not isinstance(data, list):
-        problems.append(f"the answer is not {{object: list, data: [...]}}: {_short(listed.body or '')}")
+        problems.append(f"the answer is not {{object: list, data: [...]}}: {short(listed.body or '')}")
         data = []
     for model in data:
         problems += [f"a model invalid for Model: {e}" for e in official.errors("openai_model", model)[:2]]
     ids = [m.get("id") for m in data if isinstance(m, dict)]
     if channel.model not in ids:
         problems.append(f"the declared model {channel.model!r} is not among {ids}")
-    read = await asyncio.to_thread(_client_model_ids, listed.body or "")
+    read = await asyncio.to_thread(client_model_ids, listed.body or "")
     if isinstance(read, str):
         problems.append(f"the `openai` client's models.list() rejected the answer: {read}")
     elif read != ids:
