@@ -95,8 +95,17 @@ def ensure_node_modules() -> None:
 # test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
 TEST_GROUPS: dict[str, list[str]] = {
     "mutants": ["tests/quality/test_mutants.py"],
-    "quality+gns3": ["tests/quality", "tests/gns3", "--ignore", "tests/quality/test_mutants.py"],
-    "rest": ["tests", "--ignore", "tests/quality", "--ignore", "tests/gns3"],
+    "quality+gns3": [
+        "tests/quality",
+        "tests/gns3",
+        "--ignore",
+        "tests/quality/test_mutants.py",
+        "--ignore",
+        "tests/quality/test_channel_mutants.py",
+    ],
+    # The channel mutants and the peers (installed, served, judged, benched): apart, so that the others keep their time.
+    "channels+peers": ["tests/quality/test_channel_mutants.py", "tests/peers"],
+    "rest": ["tests", "--ignore", "tests/quality", "--ignore", "tests/gns3", "--ignore", "tests/peers"],
 }
 
 
