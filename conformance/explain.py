@@ -225,7 +225,8 @@ def _mutants(path: Path) -> tuple[_Mutant, ...]:
             continue
         where = f"{_relative(path)}:{node.lineno}"
         given = dict(zip(("name", "breaks", "targets", "consequences"), node.args, strict=False))
-        given |= {keyword.arg: keyword.value for keyword in node.keywords}
+        # `only` (the areas a mutant's run needs) says nothing about what it breaks, and may name constants.
+        given |= {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg != "only"}
         values = {key: _literal(value, where) for key, value in given.items()}
         location = Location(_relative(path), node.lineno, _clip(f"{values['name']}: {values['breaks']}"))
         found.append(_Mutant(location, frozenset(values["targets"]), frozenset(values.get("consequences", ()))))

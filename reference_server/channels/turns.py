@@ -107,7 +107,9 @@ async def start_channel_turn(project_id: str, request: Request, caller: Caller, 
 
 def contract_events(channel_turn: ChannelTurn) -> AsyncIterator[list[dict[str, Any]]]:
     """The turn's contract events in batches (spec/events); a consumer that goes away (the client disconnected)
-    stops the turn, which still finishes, is kept and is counted (CHANNEL-009)."""
+    stops the turn, which still finishes, is kept and is counted (CHANNEL-009). Every channel translates these
+    same events: its statistics are the turn's whatever the channel (CHANNEL-003), and an in-stream `error` is the
+    contract's, which each translator sends in its own error form, the turn kept and counted (CHANNEL-010)."""
     turn = channel_turn.turn
 
     async def batches() -> AsyncIterator[list[dict[str, Any]]]:

@@ -22,14 +22,26 @@ class Mutant:
     apply: Callable[[], None]
     targets: frozenset[str]
     consequences: frozenset[str] = field(default_factory=frozenset)
+    # The conformance `--only` selectors (areas) its run needs: a channel mutant is judged by the checks of its
+    # channel (and of the rules every channel shares when it breaks one), the exact-failure assertion holding among
+    # them; empty for the GNS3 mutants, judged by every area of the GNS3 chat API (runs.gns3_areas).
+    only: tuple[str, ...] = ()
 
 
 MUTANTS: dict[str, Mutant] = {}
 
 
-def mutant(name: str, breaks: str, targets: set[str], consequences: set[str] = frozenset()):
+def mutant(
+    name: str,
+    breaks: str,
+    targets: set[str],
+    consequences: set[str] = frozenset(),
+    only: tuple[str, ...] = (),
+):
     def register(apply: Callable[[], None]) -> Callable[[], None]:
-        MUTANTS[name] = Mutant(name, breaks, apply, frozenset(targets), frozenset(consequences))
+        if name in MUTANTS:
+            raise LookupError(f"mutant {name!r} is defined twice")
+        MUTANTS[name] = Mutant(name, breaks, apply, frozenset(targets), frozenset(consequences), tuple(only))
         return apply
 
     return register
@@ -502,3 +514,4 @@ __all__ = ["MUTANTS", "Mutant"]
 
 # The second generation, made by a method (see each module's docstring), registers itself in MUTANTS too.
 from . import mutants_access, mutants_api, mutants_stream  # noqa: E402, F401, I001
+from . import mutants_channels  # noqa: E402, F401, I001  (the channel mutants: each with its `only` areas)

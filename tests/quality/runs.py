@@ -7,6 +7,7 @@ import asyncio
 import copy
 from functools import cache
 
+from conformance.checks import AREAS, load_all
 from conformance.engine import RunResult, run
 from conformance.findings import Verdict
 from conformance.target import Target, load_target, parse_target
@@ -16,6 +17,29 @@ from .mutants import MUTANTS
 from .scenario_missing import SCENARIO_MISSING
 
 CONCURRENT_RUNS = 2  # 2 cores: more would make timing rules (heartbeat gaps, concurrency) flaky
+# The areas of the channels' rules: the GNS3 mutants, written before the channel checks, are not judged by them (nor
+# by the fake LLM's area, which has no checks); each channel mutant names the areas it is judged by (Mutant.only).
+CHANNEL_AREAS = frozenset({"channels", "across_channels", "channel_openai", "channel_ui", "channel_ag_ui"})
+
+
+@cache
+def gns3_areas() -> tuple[str, ...]:
+    """The `--only` areas of a GNS3 mutant's run: every area with checks, but the channels'."""
+    have = {spec_.area for spec_ in load_all().values()}
+    return tuple(a for a in dict.fromkeys(AREAS.values()) if a in have and a not in CHANNEL_AREAS | {"fake_llm"})
+
+
+def gns3_mutants() -> list[str]:
+    return sorted(name for name, m in MUTANTS.items() if not m.only)
+
+
+def channel_mutants() -> list[str]:
+    return sorted(name for name, m in MUTANTS.items() if m.only)
+
+
+def mutant_areas(name: str) -> list[str]:
+    """The `--only` selectors of a mutant's run (Mutant.only, or the GNS3 areas)."""
+    return list(MUTANTS[name].only or gns3_areas())
 
 
 def mutant_target(name: str) -> Target:
@@ -54,28 +78,41 @@ def result_of(runs: dict[str, RunResult | BaseException], name: str) -> RunResul
     return outcome
 
 
-@cache
-def mutant_runs() -> dict[str, RunResult | BaseException]:
+def _mutant_batch(names: list[str]) -> dict[str, RunResult | BaseException]:
     async def all_runs() -> dict[str, RunResult]:
         gate = asyncio.Semaphore(CONCURRENT_RUNS)
 
         async def one(name: str) -> tuple[str, RunResult | BaseException]:
             async with gate:
-                return await _guarded(name, run(mutant_target(name)))
+                return await _guarded(name, run(mutant_target(name), only=mutant_areas(name)))
 
-        return dict(await asyncio.gather(*(one(name) for name in MUTANTS)))
+        return dict(await asyncio.gather(*(one(name) for name in names)))
 
     return asyncio.run(all_runs())
 
 
 @cache
+def mutant_runs() -> dict[str, RunResult | BaseException]:
+    """The GNS3 mutants, each judged by the GNS3 areas."""
+    return _mutant_batch(gns3_mutants())
+
+
+@cache
+def channel_mutant_runs() -> dict[str, RunResult | BaseException]:
+    """The channel mutants, each judged by the areas it names (Mutant.only)."""
+    return _mutant_batch(channel_mutants())
+
+
+@cache
 def breaker_runs() -> dict[str, RunResult | BaseException]:
+    """The answer breakers (listing and history bodies), each judged by the GNS3 areas."""
+
     async def all_runs() -> dict[str, RunResult]:
         gate = asyncio.Semaphore(CONCURRENT_RUNS)
 
         async def one(name: str) -> tuple[str, RunResult | BaseException]:
             async with gate:
-                return await _guarded(name, run(mutant_target(name)))
+                return await _guarded(name, run(mutant_target(name), only=list(gns3_areas())))
 
         return dict(await asyncio.gather(*(one(name) for name in BREAKERS)))
 
