@@ -16,9 +16,12 @@ the suite's own set-up failing (a HarnessError), never the target's fault.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +36,45 @@ class RealClientUnavailable(HarnessError):
     """A protocol's real client could not be run: the suite's set-up, not the target."""
 
 
+NODE_MODULES_VARIABLE = "COPILOT_CONFORMANCE_NODE_MODULES"
+
+
+def _complete(folder: Path) -> bool:
+    return all((folder / package).is_dir() for package in PACKAGES)
+
+
 def node_modules() -> Path:
-    """The node_modules/ the drivers import from: Node resolves packages from the drivers' folder upward."""
-    for folder in JS.parents:
-        candidate = folder / "node_modules"
-        if all((candidate / package).is_dir() for package in PACKAGES):
-            return candidate
+    """The node_modules/ holding the pinned clients: the one named by $COPILOT_CONFORMANCE_NODE_MODULES, else one
+    above the drivers (a checkout after `npm ci`), else one above the current directory."""
+    named = os.environ.get(NODE_MODULES_VARIABLE)
+    if named:
+        if _complete(Path(named)):
+            return Path(named).resolve()
+        raise RealClientUnavailable(f"${NODE_MODULES_VARIABLE} is {named}, which holds no {' and '.join(PACKAGES)}")
+    for folder in [*JS.parents, *Path.cwd().resolve().parents, Path.cwd().resolve()]:
+        if _complete(folder / "node_modules"):
+            return folder / "node_modules"
     raise RealClientUnavailable(
-        f"the real clients {', '.join(PACKAGES)} are not installed above {JS}: run `npm ci` at the repository root "
-        "(python3 tasks.py test does it), or judge the target from a checkout of the repository"
+        f"the real clients {', '.join(PACKAGES)} are not installed: run `npm ci` in a clone of the repository "
+        f"(python3 tasks.py test does it) and run the suite from there, or name its node_modules/ in "
+        f"${NODE_MODULES_VARIABLE}"
     )
+
+
+def _drivers() -> Path:
+    """Where the drivers run from: their own folder when the clients are installed above it; else a copy of them
+    beside a link to the node_modules/ found (Node resolves a script's imports from its real location upward)."""
+    modules = node_modules()
+    if modules.parent in JS.parents:
+        return JS
+    digest = hashlib.sha256(str(modules).encode() + b"".join(p.read_bytes() for p in sorted(JS.glob("*.mjs"))))
+    place = Path(tempfile.gettempdir()) / f"copilot-conformance-js-{digest.hexdigest()[:16]}"
+    if not (place / "node_modules").exists():
+        place.mkdir(parents=True, exist_ok=True)
+        for script in JS.glob("*.mjs"):
+            shutil.copy2(script, place / script.name)
+        (place / "node_modules").symlink_to(modules, target_is_directory=True)
+    return place
 
 
 def node_executable() -> str:
@@ -54,7 +86,8 @@ def node_executable() -> str:
 
 def run_driver(script: str, cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
     """Run js/<script> over `cases`; one result dict per case, in order (each with the driver's stderr)."""
-    command = [node_executable(), str(JS / script)]
+    drivers = _drivers()
+    command = [node_executable(), str(drivers / script)]
     root = node_modules().parent
     try:
         completed = subprocess.run(

@@ -28,6 +28,7 @@ from .support_channels import (
     record,
     run_tag,
     unless_blocked,
+    usage_violations,
 )
 from .support_openai import (
     CHAT_SCENARIOS,
@@ -206,6 +207,7 @@ async def chat_whole(ctx: CheckContext) -> None:
                 problems.append(f"x-should-retry is {answer.headers.get('x-should-retry')!r}, not 'false'")
         else:
             problems += completion_problems(answer, turn.expected.text)
+            problems += [v.message for v in await usage_violations(ctx, turn, "OPENAI-003")]  # the turn's usage
         ctx.findings.expect(
             "OPENAI-003", not problems, f"{turn.expected.script}: " + "; ".join(problems), answer.exchange
         )
@@ -260,15 +262,17 @@ async def responses(ctx: CheckContext) -> None:
     channel = client(ctx)
     plain = expected_turn(ctx.env.scripts, "cs-plain")
     instruction = f"Conformance instruction {ctx.run}"
-    runs = {label: run_tag(ctx, f"r-{label}") for label in ("first", "previous", "metadata", "unknown", "store")}
+    labels = ("first", "previous", "metadata", "unknown", "store", "reasoning")
+    runs = {label: run_tag(ctx, f"r-{label}") for label in labels}
 
     def body(label: str, **members: Any) -> dict[str, Any]:
         return {**channel.request(chosen, "cs-plain", run=runs[label], stream=False), **members}
 
-    first, unknown, store = await asyncio.gather(
+    first, unknown, store, reasoning = await asyncio.gather(
         channel.post(chosen, body("first", instructions=instruction)),
         channel.post(chosen, body("unknown", previous_response_id=f"resp_{uuid.uuid4().hex}")),
         channel.post(chosen, body("store", store=True)),
+        channel.post(chosen, body("reasoning", reasoning={"effort": "low"})),  # a member OPENAI-005 does not take
     )
     if first.status != 200 or first.streamed:  # the model's failure (a streamed chat control tells) or the endpoint's
         await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), [Turn(first, plain, runs["first"])])
@@ -322,6 +326,12 @@ async def responses(ctx: CheckContext) -> None:
         refused_as(store, 422, "unsupported_field") and names_member(store, "store"),
         f"`store: true` should be answered 422 `unsupported_field` naming `store`: {store.describe()}",
         store.exchange,
+    )
+    ctx.findings.expect(
+        "OPENAI-005",
+        refused_as(reasoning, 422, "unsupported_field") and names_member(reasoning, "reasoning"),
+        f"a `reasoning` member should be answered 422 `unsupported_field` naming it: {reasoning.describe()}",
+        reasoning.exchange,
     )
 
 

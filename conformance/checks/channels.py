@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from ..channels.client import ChannelAnswer
-from ..channels.endpoints import Endpoint
+from ..channels.endpoints import STREAMING, Endpoint
 from ..context import CheckContext
 from ..errors import NotTestable
 from ..exchanges import Exchange, json_or_none
@@ -39,6 +39,7 @@ from .support_channels import (
     real_client_reads,
     require_scripted,
     run_tag,
+    unless_blocked,
     usage_violations,
 )
 
@@ -101,8 +102,14 @@ async def usage(ctx: CheckContext) -> None:
             for script in ("cs-plain", "cs-tool")
         )
     )
+    if "openai" in ctx.target.channels:  # and a completion that is not streamed (OPENAI-003's usage)
+        whole = await post_turn(ctx, STREAMING["openai_chat"], "cs-tool", label="u-whole", stream=False)
+        (why,) = await unless_blocked(ctx, [whole])
+        ctx.findings.require(not why, "CHANNEL-008", f"openai_chat, not streamed: {why}", whole.answer.exchange)
+        turns = [*turns, whole]
     for turn in turns:
-        await require_scripted(ctx, turn, "CHANNEL-008")
+        if turn.answer.streamed or turn.answer.status != 200:
+            await require_scripted(ctx, turn, "CHANNEL-008")
         problems = await usage_violations(ctx, turn)
         ctx.findings.expect(
             "CHANNEL-008",

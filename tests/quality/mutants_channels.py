@@ -724,14 +724,13 @@ def _channel_refusals_in_openai_envelope() -> None:
 # --- Not caught yet (SUITE_GAPS) -------------------------------------------------------------------------------
 
 
-@_gap(
+@mutant(
     "responses-unknown-member-accepted",
     "a Responses request member the channel does not take (`reasoning`, `include`) is ignored, not refused "
     "`unsupported_field`",
     {"OPENAI-005"},
-    (OPENAI,),
-    "channel_openai.responses sends no member outside OPENAI-005's list: a Responses request with, say, "
-    "`reasoning` or `include` should be answered 422 `unsupported_field` naming it",
+    {"OPENAI-004"},  # channel_openai.errors sends an unsupported member to /responses too
+    only=(OPENAI,),
 )
 def _responses_unknown_member_accepted() -> None:
     import reference_server.channels.openai_responses as openai_responses
@@ -739,13 +738,11 @@ def _responses_unknown_member_accepted() -> None:
     openai_responses.refuse_unknown_members = lambda body, supported: None
 
 
-@_gap(
+@mutant(
     "openai-whole-usage-off-by-one",
     "a chat completion that is not streamed reports one prompt token more than the turn's statistics",
     {"OPENAI-003", "CHANNEL-008"},
-    (OPENAI, SHARED),
-    "channel_openai.chat_whole only asks that the completion carry a usage object, and channels.usage judges "
-    "streamed turns only: the usage of a turn not streamed should equal the fake LLM's (and the session's) tokens",
+    only=(OPENAI, SHARED),
 )
 def _openai_whole_usage_off_by_one() -> None:
     import reference_server.channels.openai_chat as openai_chat
