@@ -7,6 +7,7 @@ import asyncio
 import copy
 from functools import cache
 
+import gns3_copilot_spec as spec
 from conformance.checks import AREAS, load_all
 from conformance.engine import RunResult, run
 from conformance.findings import Verdict
@@ -37,9 +38,22 @@ def channel_mutants() -> list[str]:
     return sorted(name for name, m in MUTANTS.items() if m.only)
 
 
+# The stream areas every GNS3 mutant's run keeps: they make every kind of stream the rules observe (heartbeats and
+# aborted tools included).
+STREAM_AREAS = ("framing", "events", "grammar", "tool_calls", "content", "heartbeat", "abort")
+
+
 def mutant_areas(name: str) -> list[str]:
-    """The `--only` selectors of a mutant's run (Mutant.only, or the GNS3 areas)."""
-    return list(MUTANTS[name].only or gns3_areas())
+    """The `--only` selectors of a mutant's run: Mutant.only for a channel mutant; for a GNS3 mutant, the areas of
+    the checks that judge what it breaks (its targets and stated consequences) and the stream areas. The whole
+    suite judges the unmodified server (reference_run); each mutant pays only for the checks that can see it, so
+    that the test command keeps its time."""
+    mutant = MUTANTS[name]
+    if mutant.only:
+        return list(mutant.only)
+    records = {r["id"]: r for r in spec.load_requirements()["requirements"]}
+    wanted = {check.split(".")[0] for rid in mutant.targets | mutant.consequences for check in records[rid]["checks"]}
+    return [area for area in gns3_areas() if area in wanted or area in STREAM_AREAS]
 
 
 def mutant_target(name: str) -> Target:
