@@ -161,6 +161,7 @@ def cmd_test(extra: list[str]) -> int:
 
 def cmd_conformance(extra: list[str]) -> int:
     python = ensure_venv()
+    ensure_node_modules()  # the UI and AG-UI checks run those protocols' Node clients
     return _run(python, "-m", "conformance", *extra, check=False)
 
 
