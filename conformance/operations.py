@@ -34,8 +34,9 @@ class Operation:
 
 @cache
 def operations() -> tuple[Operation, ...]:
-    """Every operation of the GNS3 chat API, in document order (the channels' are judged by their own checks)."""
-    document = spec.without_channels(spec.load_openapi())
+    """Every operation of the GNS3 chat API, in document order (the channels' are judged by their own checks, the
+    controller's by the `controller` area)."""
+    document = spec.chat_api_only(spec.load_openapi())
     prefix = spec.default_prefix()
     return tuple(
         Operation(method.upper(), path.removeprefix(prefix), definition["operationId"], definition)
@@ -45,8 +46,21 @@ def operations() -> tuple[Operation, ...]:
     )
 
 
+@cache
+def controller_operations() -> tuple[Operation, ...]:
+    """The controller's operations a chat client relies on (tag `controller`), their paths absolute: they are the
+    controller's own, not under the chat prefix."""
+    document = spec.without_channels(spec.load_openapi())
+    return tuple(
+        Operation(method.upper(), path, definition["operationId"], definition)
+        for path, item in document["paths"].items()
+        for method, definition in item.items()
+        if method in _METHODS and spec.is_controller_operation(definition)
+    )
+
+
 def operation(operation_id: str) -> Operation:
-    return next(op for op in operations() if op.id == operation_id)
+    return next(op for op in operations() + controller_operations() if op.id == operation_id)
 
 
 def chat_endpoints(capabilities: set[str]) -> list[Operation]:

@@ -30,12 +30,15 @@ def documented_statuses(operation_id: str) -> set[int]:
 
 
 def response_violations(operation_id: str, status: int, content_type: str | None, body: bytes | str) -> list[Violation]:
-    """Violations of CONTRACT-001 (and ERROR-001 for 4xx bodies) by one answer to `operation_id`."""
-    documented = operation(operation_id).definition["responses"].get(str(status))
+    """Violations of CONTRACT-001 (and ERROR-001 for 4xx bodies) by one answer to `operation_id`; of CONTROLLER-001
+    for an answer of the controller (tag `controller`), whatever its status."""
+    definition = operation(operation_id).definition
+    controller = spec.is_controller_operation(definition)
+    documented = definition["responses"].get(str(status))
     if documented is None:
         return [
             Violation(
-                "CONTRACT-001",
+                "CONTROLLER-001" if controller else "CONTRACT-001",
                 f"{operation_id} answered {status}, which openapi.yaml does not document "
                 f"(documented: {sorted(documented_statuses(operation_id))})",
             )
@@ -43,11 +46,12 @@ def response_violations(operation_id: str, status: int, content_type: str | None
     content = _response(_document(), documented).get("content") or {}
     if not content:
         if body not in (b"", ""):
-            return [Violation("CONTRACT-001", f"{operation_id} {status} has a body where none is documented")]
+            requirement = "CONTROLLER-001" if controller else "CONTRACT-001"
+            return [Violation(requirement, f"{operation_id} {status} has a body where none is documented")]
         return []
     if "application/json" not in content:
         return []  # the stream is checked event by event (conformance.stream_rules)
-    requirement = "ERROR-001" if 400 <= status < 500 else "CONTRACT-001"
+    requirement = "CONTROLLER-001" if controller else "ERROR-001" if 400 <= status < 500 else "CONTRACT-001"
     if not (content_type or "").startswith("application/json"):
         return [Violation(requirement, f"{operation_id} {status}: content type {content_type!r}, not application/json")]
     try:

@@ -59,8 +59,11 @@ def load_openapi(prefix: str | None = None) -> dict[str, Any]:
     prefix = default if prefix is None else prefix.rstrip("/")
     if "{project_id}" not in prefix:
         raise ValueError(f"chat path prefix {prefix!r} must contain the {{project_id}} parameter")
-    if prefix != default:
-        document["paths"] = {prefix + path.removeprefix(default): item for path, item in document["paths"].items()}
+    if prefix != default:  # only the chat API's paths: the controller's (tag `controller`) are the controller's own
+        document["paths"] = {
+            (prefix + path.removeprefix(default) if path.startswith(default + "/") else path): item
+            for path, item in document["paths"].items()
+        }
     return document
 
 
@@ -74,22 +77,44 @@ def is_channel_operation(operation: dict[str, Any]) -> bool:
     return CHANNEL_TAG in operation.get("tags", ())
 
 
+# The controller's operations that a chat client relies on (log in, projects, LLM configurations) carry this tag:
+# documented for clients and SDKs, served by the reference server, but not the chat API, so whatever walks the chat
+# API's endpoints (under the chat prefix) leaves them out too.
+CONTROLLER_TAG = "controller"
+
+
+def is_controller_operation(operation: dict[str, Any]) -> bool:
+    return CONTROLLER_TAG in operation.get("tags", ())
+
+
 def without_channels(document: dict[str, Any]) -> dict[str, Any]:
-    """The OpenAPI document (as load_openapi gives it) with only the GNS3 chat API's operations, and without the
-    components that only the channels' operations use."""
+    """The OpenAPI document (as load_openapi gives it) without the channels' operations, and without the components
+    that only they use."""
+    return without_tags(document, CHANNEL_TAG)
+
+
+def chat_api_only(document: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI document with only the GNS3 chat API's operations: no channel, no controller operation."""
+    return without_tags(document, CHANNEL_TAG, CONTROLLER_TAG)
+
+
+def without_tags(document: dict[str, Any], *tags: str) -> dict[str, Any]:
+    """The document without the operations carrying any of `tags`, and without the components only they use."""
     document = copy.deepcopy(document)
     paths, dropped = {}, []
     for path, item in document["paths"].items():
         kept = {}
         for key, value in item.items():
-            if isinstance(value, dict) and is_channel_operation(value):
+            if isinstance(value, dict) and set(value.get("tags", ())) & set(tags):
                 dropped.append(value)
             else:
                 kept[key] = value
         if any(isinstance(value, dict) and "operationId" in value for value in kept.values()):
             paths[path] = kept
+        else:
+            dropped.append(kept)  # path-level parameters of a path left with no operation
     document["paths"] = paths
-    document["tags"] = [tag for tag in document.get("tags", []) if tag["name"] != CHANNEL_TAG]
+    document["tags"] = [tag for tag in document.get("tags", []) if tag["name"] not in tags]
     still_used = _component_refs(document, document)
     for kind, name in _component_refs(dropped, document) - still_used:
         document["components"][kind].pop(name, None)

@@ -36,6 +36,7 @@ AREAS: dict[str, str] = {
     "Isolation": "isolation",
     "Authentication, projects and preconditions": "preconditions",
     "Project access": "access",
+    "Controller": "controller_api",
     "Errors": "errors",
     "Input": "inputs",
     "In-stream errors": "stream_errors",

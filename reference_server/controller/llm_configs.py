@@ -43,10 +43,30 @@ class LlmConfigFields(StrictBody):
         return self
 
 
+# The members gns3-server 3.1 nests under `config` in its answers (the request takes them flat).
+CONFIG_VALUES = ("provider", "base_url", "model", "temperature", "max_tokens", "context_limit", "copilot_mode")
+
+
 def _public_config(row: dict[str, Any]) -> dict[str, Any]:
-    """A configuration as the API shows it: the API key is never returned, only whether one is set."""
-    shown = {k: v for k, v in row.items() if k != "api_key_sealed"}
-    return {**shown, "is_default": bool(row["is_default"]), "api_key": None, "has_api_key": bool(row["api_key_sealed"])}
+    """A configuration as gns3-server shows it (the contract's LlmModelConfig, CONTROLLER-001): the values under
+    `config`, the API key never returned (`api_key: null`), and, beyond gns3-server, whether one is set."""
+    return {
+        "config_id": row["config_id"],
+        "name": row["name"],
+        "model_type": row["model_type"],
+        "config": {
+            **{key: row[key] for key in CONFIG_VALUES},
+            "api_key": None,
+            "context_strategy": "balanced",  # gns3-server's default; the reference server does not trim the context
+        },
+        "user_id": row["user_id"],
+        "group_id": None,
+        "is_default": bool(row["is_default"]),
+        "source": "user",
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "has_api_key": bool(row["api_key_sealed"]),
+    }
 
 
 async def _config_owner(user_id: str, caller: Caller, request: Request) -> None:

@@ -66,7 +66,7 @@ def test_dangling_ref_is_caught_by_the_resolver():
 
 
 def test_every_operation_documents_auth_errors_and_bodies():
-    document = spec.without_channels(spec.load_openapi())
+    document = spec.chat_api_only(spec.load_openapi())
     operations = [(p, m, op) for p, item in document["paths"].items() for m, op in item.items() if m in HTTP_METHODS]
     assert {op["operationId"] for _, _, op in operations} == {
         "streamChat",
@@ -86,6 +86,50 @@ def test_every_operation_documents_auth_errors_and_bodies():
             if status.startswith(("4", "5")):
                 schema = response["content"]["application/json"]["schema"]["$ref"]
                 assert schema.endswith(("error-body.json", "validation-error-body.json")), (method, path, status)
+
+
+def test_the_controller_operations_a_client_needs_are_in_their_own_tag_outside_the_chat_prefix():
+    """Log in, who am I, projects, LLM configurations: documented (tag `controller`), never under the chat prefix,
+    refusing in the contract's error body; the chat API's walkers leave them out."""
+    document = spec.load_openapi(prefix="/v3/copilot/projects/{project_id}/chat")
+    controller = {
+        (method, path): op
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+        if method in HTTP_METHODS and spec.is_controller_operation(op)
+    }
+    assert {op["operationId"] for op in controller.values()} == {
+        "getVersion",
+        "authenticate",
+        "getCurrentUser",
+        "listProjects",
+        "createProject",
+        "getProject",
+        "deleteProject",
+        "openProject",
+        "closeProject",
+        "listLlmModelConfigs",
+        "createLlmModelConfig",
+        "deleteLlmModelConfig",
+    }
+    assert ("post", "/v3/projects/{project_id}/open") in controller  # not re-rooted with the chat prefix
+    for (method, path), operation in controller.items():
+        assert not path.startswith("/v3/copilot/"), path
+        public = operation.get("security") == []
+        assert public == (operation["operationId"] in {"getVersion", "authenticate"}), path
+        assert public or "401" in operation["responses"], (method, path)
+        for status, response in operation["responses"].items():
+            if status.startswith(("4", "5")):
+                schema = _deref(document, response)["content"]["application/json"]["schema"]["$ref"]
+                assert schema.endswith(("error-body.json", "validation-error-body.json")), (method, path, status)
+    chat_ids = {
+        op["operationId"]
+        for item in spec.chat_api_only(document)["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict) and "operationId" in op
+    }
+    assert chat_ids.isdisjoint(op["operationId"] for op in controller.values())
+    assert "UserId" not in spec.chat_api_only(document)["components"]["parameters"]
 
 
 def test_channel_operations_answer_in_their_protocols_error_shapes():
@@ -149,7 +193,7 @@ def test_stream_example_is_a_conforming_stream():
 def test_prefix_is_a_parameter_of_the_contract():
     gns3 = spec.load_openapi(prefix="/v3/copilot/projects/{project_id}/chat/")
     assert "/v3/copilot/projects/{project_id}/chat/sessions/{session_id}/pin" in gns3["paths"]
-    assert not any(p.startswith("/v3/projects/") for p in gns3["paths"])
+    assert not any(p.startswith("/v3/projects/{project_id}/chat") for p in gns3["paths"])
     assert len(gns3["paths"]) == len(spec.load_openapi()["paths"])
     known = [k["prefix"] for k in spec.load_openapi()["x-chat-path-prefix"]["known"]]
     assert spec.default_prefix() in known

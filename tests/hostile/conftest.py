@@ -135,7 +135,7 @@ def _fields(schema: dict[str, Any], resolve) -> dict[str, set[str]]:
 def chat_endpoints() -> list[Endpoint]:
     """Every operation of the contract; all of them need a bearer token (the document's global security)."""
     found = []
-    for template, item in spec.without_channels(spec.load_openapi())["paths"].items():
+    for template, item in spec.chat_api_only(spec.load_openapi())["paths"].items():
         for method, operation in item.items():
             if method.upper() not in HTTP_METHODS:
                 continue

@@ -231,6 +231,37 @@ def _malformed_json_500() -> None:
         rewrite_answers(method, r"/chat/(stream|sessions/[^/]+)$", change)
 
 
+# --- the controller a chat client relies on ---------------------------------------------------------------------------
+
+
+def _values_flat(status, body, _):
+    if status in (200, 201) and isinstance(body, dict) and isinstance(body.get("config"), dict):
+        body = {**{k: v for k, v in body.items() if k != "config"}, **body["config"]}
+    return status, body
+
+
+@mutant(
+    "llm-config-flat",
+    "a new LLM configuration is answered with its values flat, not under `config` as gns3-server 3.1 nests them",
+    {"CONTROLLER-001"},
+)
+def _llm_config_flat() -> None:
+    rewrite_answers("POST", r"/llm-model-configs$", _values_flat)
+
+
+@mutant(
+    "login-refusal-without-code",
+    "a refused log-in is answered 401 with FastAPI's `{detail}` rather than the contract's error body",
+    {"CONTROLLER-001"},
+)
+def _login_refusal_without_code() -> None:
+    rewrite_answers(
+        "POST",
+        r"/v3/access/users/authenticate$",
+        lambda status, body, _: (status, {"detail": body["message"]}) if status == 401 else (status, body),
+    )
+
+
 # --- input: values the contract refuses, accepted ---------------------------------------------------------------------
 
 

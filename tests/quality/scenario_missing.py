@@ -41,6 +41,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "access.chat_endpoints": _blocked(),
     "access.grant": _blocked(),
     "access.controller": _blocked(),
+    "controller_api.answers": _always("the controller's answers are the subject; no turn is involved"),
     # The race needs a turn running in its silence; no turn runs with the model down.
     "concurrency.busy": _blocked(),
     "concurrency.busy_new_session": _blocked(),

@@ -24,6 +24,7 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
+import gns3_copilot_spec as spec
 from reference_server.app import create_app
 from reference_server.cli import main as cli_main
 from reference_server.settings import ENV_PREFIX, Settings, load_settings
@@ -81,6 +82,12 @@ def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, 
     assert isinstance(body["message"], str) and body["message"], body
     assert set(body) <= {"message", "code", "details"}, body
     return body
+
+
+def assert_matches_contract(body: Any, schema_file: str) -> None:
+    """The answer is what the contract's controller schema (spec/schemas/controller-*.json) describes."""
+    errors = [error.message for error in spec.schema_validator(spec.SCHEMAS_DIR / schema_file).iter_errors(body)]
+    assert not errors, (schema_file, errors, body)
 
 
 def assert_unauthorized(response: httpx.Response) -> None:
@@ -168,6 +175,7 @@ def fake_llm_server() -> Iterator[str]:
 # --- authentication ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.covers("CONTROLLER-001")
 async def test_authenticate_returns_a_bearer_token_or_401(lab):
     response = await login(lab.client, "admin", "admin")
     assert response.status_code == 200, response.text
@@ -176,8 +184,13 @@ async def test_authenticate_returns_a_bearer_token_or_401(lab):
     assert body["token_type"] == "bearer"
     assert body["expires_in"] == 86400
     assert body["access_token"].count(".") == 2  # a JWT
+    assert_matches_contract(body, "controller-token.json")
     me = await lab.client.get("/v3/access/users/me", headers={"Authorization": f"Bearer {body['access_token']}"})
     assert me.status_code == 200 and me.json()["username"] == "admin"
+    assert_matches_contract(me.json(), "controller-user.json")
+    version = await lab.client.get("/v3/version")
+    assert version.status_code == 200
+    assert_matches_contract(version.json(), "controller-version.json")
 
     for username, password in (("admin", "wrong-password"), ("nobody", "admin"), ("admin", ""), ("ADMIN", "admin")):
         response = await login(lab.client, username, password)
@@ -364,13 +377,14 @@ async def test_a_deleted_user_cannot_log_in_and_its_configurations_go_with_it(la
 # --- projects ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.covers("PROJECT-001")
+@pytest.mark.covers("CONTROLLER-001", "PROJECT-001")
 async def test_project_create_get_list_and_duplicate(lab):
     response = await lab.client.post("/v3/projects", json={"name": "ospf-lab"}, headers=lab.headers)
     assert response.status_code == 201, response.text
     project = response.json()
     assert project["name"] == "ospf-lab" and project["status"] == "opened"
     assert set(project) == {"project_id", "name", "status", "path", "created_at"}
+    assert_matches_contract(project, "controller-project.json")
     assert Path(project["path"]) == lab.settings.data_dir / "projects" / project["project_id"]
     assert (Path(project["path"]) / "project.gns3").is_file()
     assert (Path(project["path"]) / "gns3-copilot" / "copilot_checkpoints.db").is_file()
@@ -379,6 +393,7 @@ async def test_project_create_get_list_and_duplicate(lab):
     assert got.status_code == 200 and got.json() == project
     listed = (await lab.client.get("/v3/projects", headers=lab.headers)).json()
     assert sorted(p["project_id"] for p in listed) == sorted([lab.project_id, project["project_id"]])
+    assert_matches_contract(listed, "controller-project-list.json")
 
     assert_error(await lab.client.post("/v3/projects", json={"name": "ospf-lab"}, headers=lab.headers), 409, "conflict")
     assert_error(await lab.client.get(f"/v3/projects/{uuid.uuid4()}", headers=lab.headers), 404, "project_not_found")
@@ -469,6 +484,7 @@ async def test_a_deleted_project_is_gone_for_every_chat_endpoint(lab):
 # --- LLM model configurations ----------------------------------------------------------------------------------
 
 
+@pytest.mark.covers("CONTROLLER-001")
 async def test_llm_model_config_lifecycle(lab):
     user_id, headers = await new_user(lab, "ivan")
     assert (await lab.client.get(configs_url(user_id), headers=headers)).json() == {
@@ -490,16 +506,19 @@ async def test_llm_model_config_lifecycle(lab):
     response = await lab.client.post(configs_url(user_id), json=create, headers=headers)
     assert response.status_code == 201, response.text
     config = response.json()
-    assert config["api_key"] is None and config["has_api_key"] is True
-    assert "sk-test-abcdef" not in response.text and "api_key_sealed" not in config
-    assert (config["name"], config["provider"], config["base_url"], config["model"]) == (
+    # gns3-server's shape (the contract's LlmModelConfig): the values nested under `config`, the key never returned
+    assert_matches_contract(config, "controller-llm-model-config.json")
+    values = config["config"]
+    assert values["api_key"] is None and config["has_api_key"] is True
+    assert "sk-test-abcdef" not in response.text and "api_key_sealed" not in response.text
+    assert (config["name"], values["provider"], values["base_url"], values["model"]) == (
         "local",
         "openai",
         "http://127.0.0.1:9/v1",
         "m-1",
     )
-    assert config["temperature"] == 0.2 and config["is_default"] is True and config["user_id"] == user_id
-    assert "context_strategy" not in config
+    assert values["temperature"] == 0.2 and config["is_default"] is True and config["user_id"] == user_id
+    assert values["context_strategy"] == "balanced"  # what was sent ("ignored") is not taken
 
     second = await lab.client.post(
         configs_url(user_id), headers=headers, json={"name": "scripted", "provider": "fake", "model": "fake-model"}
@@ -511,18 +530,19 @@ async def test_llm_model_config_lifecycle(lab):
     assert listed.status_code == 200
     body = listed.json()
     assert set(body) == {"configs", "default_config", "total"}
+    assert_matches_contract(body, "controller-llm-model-config-list.json")
     assert body["total"] == 2
     assert [c["config_id"] for c in body["configs"]] == [config["config_id"], second.json()["config_id"]]
     assert body["default_config"]["config_id"] == config["config_id"]
-    assert all(c["api_key"] is None for c in body["configs"]) and "sk-test-abcdef" not in listed.text
+    assert all(c["config"]["api_key"] is None for c in body["configs"]) and "sk-test-abcdef" not in listed.text
 
     update = await lab.client.put(
         configs_url(user_id, config["config_id"]), json={"model": "m-2", "max_tokens": 64}, headers=headers
     )
     assert update.status_code == 200, update.text
     updated = update.json()
-    assert (updated["model"], updated["max_tokens"]) == ("m-2", 64)
-    assert (updated["name"], updated["temperature"], updated["has_api_key"]) == ("local", 0.2, True)  # untouched
+    assert (updated["config"]["model"], updated["config"]["max_tokens"]) == ("m-2", 64)
+    assert (updated["name"], updated["config"]["temperature"], updated["has_api_key"]) == ("local", 0.2, True)
     cleared = await lab.client.put(configs_url(user_id, config["config_id"]), json={"api_key": ""}, headers=headers)
     assert cleared.status_code == 200 and cleared.json()["has_api_key"] is False
 
@@ -554,7 +574,7 @@ async def test_llm_model_configs_belong_to_their_user(lab):
         assert_error(await lab.client.request(method, path, json=body, headers=intruder), 403, "forbidden")
     # nothing changed; a superadmin may read them
     seen = (await lab.client.get(configs_url(owner_id), headers=lab.headers)).json()
-    assert [(c["name"], c["model"]) for c in seen["configs"]] == [("mine", "fake-model")]
+    assert [(c["name"], c["config"]["model"]) for c in seen["configs"]] == [("mine", "fake-model")]
     assert_error(await lab.client.get(configs_url(str(uuid.uuid4())), headers=lab.headers), 404, "user_not_found")
     assert_unauthorized(await lab.client.get(configs_url(owner_id)))
 
@@ -599,7 +619,8 @@ async def test_null_in_a_required_llm_model_config_field_is_422(make_settings):
     for body, (response, kept) in zip(bodies, await _put_on_the_seeded_config(make_settings(), *bodies), strict=True):
         assert response.status_code == 422, (body, response.status_code, response.text)
         assert response.json()["code"] == "validation_error"
-        assert (kept["name"], kept["provider"], kept["model"], kept["temperature"]) == (
+        values = kept["config"]
+        assert (kept["name"], values["provider"], values["model"], values["temperature"]) == (
             "built-in fake LLM",
             "fake",
             "fake-model",
@@ -611,7 +632,7 @@ async def test_switching_to_openai_without_base_url_is_422(make_settings):
     [(response, kept)] = await _put_on_the_seeded_config(make_settings(), {"provider": "openai"})
     assert response.status_code == 422, (response.status_code, response.text)
     assert response.json()["code"] == "validation_error"
-    assert (kept["provider"], kept["base_url"]) == ("fake", None)
+    assert (kept["config"]["provider"], kept["config"]["base_url"]) == ("fake", None)
 
 
 @pytest.mark.covers("LLM-001", "PRECHECK-001", "ERROR-001")
@@ -768,7 +789,7 @@ async def test_a_changed_admin_is_seeded_on_a_new_data_dir(make_settings, tmp_pa
         users = (await client.get("/v3/access/users", headers=headers)).json()
         assert [u["username"] for u in users] == ["root"]
         configs = (await client.get(configs_url(me["user_id"]), headers=headers)).json()
-        assert [(c["provider"], c["model"], c["is_default"]) for c in configs["configs"]] == [
+        assert [(c["config"]["provider"], c["config"]["model"], c["is_default"]) for c in configs["configs"]] == [
             ("fake", "fake-model", True)
         ]
         lab = Lab(client, settings)

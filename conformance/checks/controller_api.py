@@ -1,0 +1,146 @@
+"""The controller endpoints a chat client relies on (CONTROLLER-001): what every client calls before its first chat
+request, answered as openapi.yaml's `controller` tag documents them (gns3-server 3.1's shapes).
+
+Each call names its operation, so that the client judges its status and body against the contract
+(conformance/responses.py: a controller answer's violations are CONTROLLER-001's); here each call also says which
+status the scenario expects. It needs a GNS3-style controller (target file `auth: controller`): elsewhere the suite
+has no administrator to make projects and configurations with, and the rule is NOT TESTABLE.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Any
+
+from ..context import CheckContext
+from ..errors import NotTestable
+from ..exchanges import Exchange, json_or_none
+from . import check
+from .support import got
+
+RULE = "CONTROLLER-001"
+
+
+def _require_controller(ctx: CheckContext) -> Any:
+    if ctx.env.controller is None:
+        raise NotTestable("the target file declares no GNS3-style controller (auth mode controller)")
+    return ctx.env.controller
+
+
+class _Calls:
+    """One check's controller calls: each judged against its operation and the status its scenario expects."""
+
+    def __init__(self, ctx: CheckContext, admin_token: str) -> None:
+        self.ctx, self.admin = ctx, {"Authorization": f"Bearer {admin_token}"}
+
+    async def __call__(
+        self, operation: str, method: str, path: str, expected: int, *, who: str = "main", json_body: Any = None
+    ) -> Exchange:
+        """`who`: a user of the run, `admin` (the target file's administrator) or `nobody` (no token)."""
+        user, headers = (None, self.admin) if who == "admin" else (None, None) if who == "nobody" else (who, None)
+        exchange = await self.ctx.client.call(
+            method, path, operation=operation, user=user, headers=headers, json_body=json_body, absolute=True
+        )
+        self.ctx.findings.expect(
+            RULE,
+            exchange.status == expected,
+            f"{method} {path} ({operation}, as {who}) answered {got(exchange)}, expected {expected}",
+            exchange,
+        )
+        return exchange
+
+
+def _member(exchange: Exchange, name: str) -> Any:
+    body = json_or_none(exchange.body or "")
+    return body.get(name) if isinstance(body, dict) else None
+
+
+@check("controller_api.answers")
+async def answers(ctx: CheckContext) -> None:
+    controller = _require_controller(ctx)
+    call = _Calls(ctx, controller.admin_token)
+    main = ctx.env.user("main")
+    password = ctx.env.target.section("auth", {}).get("user_password", "conformance-pass-1")
+
+    await call("getVersion", "GET", "/v3/version", 200, who="nobody")
+    await call("authenticate", "POST", "/v3/access/users/authenticate", 200, who="nobody",
+               json_body={"username": main.username, "password": password})  # fmt: skip
+    refused = {"username": f"cs-nobody-{secrets.token_hex(4)}", "password": "not-the-password"}
+    await call("authenticate", "POST", "/v3/access/users/authenticate", 401, who="nobody", json_body=refused)
+    me = await call("getCurrentUser", "GET", "/v3/access/users/me", 200)
+    ctx.findings.expect(
+        RULE,
+        _member(me, "user_id") in (None, main.user_id) or main.user_id is None,
+        f"GET /v3/access/users/me names user {_member(me, 'user_id')!r}, the token is {main.user_id!r}'s",
+        me,
+    )
+    await call("getCurrentUser", "GET", "/v3/access/users/me", 401, who="nobody")
+    listed = await call("listProjects", "GET", "/v3/projects", 200, who="admin")
+    ids = {p.get("project_id") for p in json_or_none(listed.body or "") or [] if isinstance(p, dict)}
+    ctx.findings.expect(
+        RULE,
+        ctx.env.project_id is None or ctx.env.project_id in ids,
+        f"GET /v3/projects by the administrator does not list the run's project {ctx.env.project_id}",
+        listed,
+    )
+    await _project_lifecycle(ctx, call)
+    await _llm_configurations(ctx, controller, call)
+
+
+async def _project_lifecycle(ctx: CheckContext, call: _Calls) -> None:
+    """Create, read, close, open, delete: each answer as documented; a name in use 409, an unknown project 404."""
+    name = f"conformance-controller-{secrets.token_hex(4)}"
+    created = await call("createProject", "POST", "/v3/projects", 201, who="admin", json_body={"name": name})
+    project_id = _member(created, "project_id")
+    if not isinstance(project_id, str) or created.status != 201:
+        return  # judged above: nothing else of the life cycle can be asked
+    ctx.env.ledger.projects[project_id] = name
+    ctx.findings.expect(
+        RULE,
+        _member(created, "status") == "opened",
+        f"a new project's status is {_member(created, 'status')!r}, expected 'opened' (it is opened at once)",
+        created,
+    )
+    await call("createProject", "POST", "/v3/projects", 409, who="admin", json_body={"name": name})
+    await call("getProject", "GET", f"/v3/projects/{project_id}", 200, who="admin")
+    await call("closeProject", "POST", f"/v3/projects/{project_id}/close", 204, who="admin")
+    closed = await call("getProject", "GET", f"/v3/projects/{project_id}", 200, who="admin")
+    opened = await call("openProject", "POST", f"/v3/projects/{project_id}/open", 200, who="admin")
+    for exchange, status in ((closed, "closed"), (opened, "opened")):
+        ctx.findings.expect(
+            RULE,
+            _member(exchange, "status") == status,
+            f"{exchange.method} {exchange.url}: status {_member(exchange, 'status')!r}, expected {status!r}",
+            exchange,
+        )
+    deleted = await call("deleteProject", "DELETE", f"/v3/projects/{project_id}", 204, who="admin")
+    if deleted.status == 204:
+        ctx.env.ledger.projects.pop(project_id, None)
+    await call("getProject", "GET", f"/v3/projects/{uuid.uuid4()}", 404, who="admin")
+
+
+async def _llm_configurations(ctx: CheckContext, controller: Any, call: _Calls) -> None:
+    """A user of the check's own (so that no other check's LLM changes): give it a configuration, list, remove."""
+    llm = ctx.env.target.section("llm", {"mode": "preconfigured"})
+    if llm.get("mode") != "controller":
+        return  # the target's LLM is configured some other way: the suite has no configuration body to send
+    user_id = await controller.create_user(f"cs-controller-{secrets.token_hex(4)}", "conformance-pass-1")
+    configs = f"/v3/access/users/{user_id}/llm-model-configs"
+    body = {**llm["config"], "base_url": ctx.env.fake_llm_url, "api_key": f"sk-conformance-{secrets.token_hex(8)}"}
+    made = await call("createLlmModelConfig", "POST", configs, 201, who="admin", json_body=body)
+    config_id = _member(made, "config_id")
+    if isinstance(config_id, str):
+        ctx.env.ledger.llm_configs.append((user_id, config_id))
+    listed = await call("listLlmModelConfigs", "GET", configs, 200, who="admin")
+    listed_ids = [c.get("config_id") for c in _member(listed, "configs") or [] if isinstance(c, dict)]
+    ctx.findings.expect(
+        RULE,
+        listed_ids == [config_id],
+        f"the user's configurations are {listed_ids}, expected the one just made ({config_id})",
+        listed,
+    )
+    if isinstance(config_id, str):
+        removed = await call("deleteLlmModelConfig", "DELETE", f"{configs}/{config_id}", 204, who="admin")
+        if removed.status == 204:
+            ctx.env.ledger.llm_configs.remove((user_id, config_id))
