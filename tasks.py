@@ -4,6 +4,7 @@
     python3 tasks.py conformance   main job: the conformance suite against the built-in reference server
     python3 tasks.py test          the project's tests (what .ci/run runs)
     python3 tasks.py generate      regenerate generated/ from spec/
+    python3 tasks.py sdk           regenerate the TypeScript and Python SDKs (sdk/) from the contract
     python3 tasks.py gns3          the suite against the real gns3-server (3.1.0a7; --version V, --matrix: README)
     python3 tasks.py peers         install the peers (third-party servers of our agent, peers/), then the suite
                                    against each (--install-only: install only)
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,6 +92,42 @@ def ensure_node_modules() -> None:
     NODE_STAMP.write_text(fingerprint)
 
 
+def ensure_chromium() -> None:
+    """The playground's browser test drives the distribution's Chromium (never a browser download): install Debian's
+    `chromium` package where it is missing and the machine allows it (root with apt-get, as on CI). Elsewhere the
+    test says what is missing."""
+    if any(shutil.which(name) for name in CHROMIUM_NAMES):
+        return
+    if not shutil.which("apt-get") or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        print("Chromium is not installed and cannot be installed here (needs root and apt-get): the playground's "
+              "browser test will fail; install the distribution's chromium package", flush=True)  # fmt: skip
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ("apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium")
+    if _run(*install, check=False, env=env) != 0:  # the package lists of a fresh machine may be missing or stale
+        _run("apt-get", "update", "-q", env=env)
+        _run(*install, env=env)
+
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+
+
+def ensure_python_sdk(python: Path) -> None:
+    """The Python SDK (sdk/python) is its own package; the tests drive it installed, as its users do."""
+    stamp = VENV / ".python-sdk-installed"
+    if stamp.exists() or not (ROOT / "sdk" / "python" / "pyproject.toml").exists():  # TEMP while it is written
+        return
+    pip = (python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
+    if _run(*pip, "--no-deps", "-e", "sdk/python") == 0:  # its dependencies are in requirements/lock.txt
+        stamp.write_text("editable\n")
+
+
+def ensure_playground() -> None:
+    """Build the playground page (playground/) with the pinned Vite, again only when its sources changed."""
+    if (ROOT / "tools" / "build_playground.py").exists():  # TEMP while it is written
+        _run(PYTHON, "tools/build_playground.py")
+
+
 # The test command's groups, each one pytest process, all at the same time: most of the time of the slow groups is
 # spent waiting on the servers and scripted silences of conformance runs, not computing. Together they are every
 # test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
@@ -154,6 +192,9 @@ def _run_groups(python: Path, groups: dict[str, list[str]]) -> int:
 def cmd_test(extra: list[str]) -> int:
     python = ensure_venv()
     ensure_node_modules()
+    ensure_python_sdk(python)
+    ensure_playground()
+    ensure_chromium()
     if extra:  # a chosen subset, for iteration: one pytest as asked
         return _pytest_status(_run(python, "-m", "pytest", *extra, check=False))
     return _run_groups(python, TEST_GROUPS)
@@ -163,6 +204,14 @@ def cmd_conformance(extra: list[str]) -> int:
     python = ensure_venv()
     ensure_node_modules()  # the UI and AG-UI checks run those protocols' Node clients
     return _run(python, "-m", "conformance", *extra, check=False)
+
+
+def cmd_sdk(extra: list[str]) -> int:
+    """Regenerate both SDKs from the contract (`--check`: change nothing, exit 1 when either is stale)."""
+    python = ensure_venv()
+    ensure_node_modules()  # @hey-api/openapi-ts and the TypeScript it works with
+    codes = [_run(python, f"tools/generate_{sdk}_sdk.py", *extra, check=False) for sdk in ("typescript", "python")]
+    return max(codes)
 
 
 def cmd_generate(extra: list[str]) -> int:
@@ -224,6 +273,7 @@ COMMANDS = {
     "test": cmd_test,
     "conformance": cmd_conformance,
     "generate": cmd_generate,
+    "sdk": cmd_sdk,
     "gns3": cmd_gns3,
     "peers": cmd_peers,
     "bench": cmd_bench,
