@@ -115,7 +115,7 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser")
 def ensure_python_sdk(python: Path) -> None:
     """The Python SDK (sdk/python) is its own package; the tests drive it installed, as its users do."""
     stamp = VENV / ".python-sdk-installed"
-    if stamp.exists() or not (ROOT / "sdk" / "python" / "pyproject.toml").exists():  # TEMP while it is written
+    if stamp.exists():
         return
     pip = (python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check")
     if _run(*pip, "--no-deps", "-e", "sdk/python") == 0:  # its dependencies are in requirements/lock.txt
@@ -124,8 +124,7 @@ def ensure_python_sdk(python: Path) -> None:
 
 def ensure_playground() -> None:
     """Build the playground page (playground/) with the pinned Vite, again only when its sources changed."""
-    if (ROOT / "tools" / "build_playground.py").exists():  # TEMP while it is written
-        _run(PYTHON, "tools/build_playground.py")
+    _run(PYTHON, "tools/build_playground.py")
 
 
 # The test command's groups, each one pytest process, all at the same time: most of the time of the slow groups is
