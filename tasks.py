@@ -140,9 +140,14 @@ TEST_GROUPS: dict[str, list[str]] = {
         "--ignore",
         "tests/quality/test_channel_mutants.py",
     ],
-    # The channel mutants and the peers (installed, served, judged, benched): apart, so that the others keep their time.
-    "channels+peers": ["tests/quality/test_channel_mutants.py", "tests/peers"],
-    "rest": ["tests", "--ignore", "tests/quality", "--ignore", "tests/gns3", "--ignore", "tests/peers"],
+    # The channel mutants, the peers (installed, served, judged, benched), the SDKs and the playground in a browser:
+    # apart, so that the others keep their time.
+    "channels+peers+sdk": ["tests/quality/test_channel_mutants.py", "tests/peers", "tests/sdk", "tests/playground"],
+    "rest": [
+        "tests",
+        *("--ignore", "tests/quality", "--ignore", "tests/gns3", "--ignore", "tests/peers"),
+        *("--ignore", "tests/sdk", "--ignore", "tests/playground"),
+    ],
 }
 
 

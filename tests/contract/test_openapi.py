@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 import yaml
@@ -30,7 +32,7 @@ def test_contract_uses_3_2_features_that_3_1_rejects():
 
 
 def test_derived_3_1_copy_is_valid_and_self_contained(repo_root: Path):
-    document = yaml.safe_load((repo_root / "generated" / "openapi-3.1.yaml").read_text())
+    document = _derived_copy(repo_root)
     assert document["openapi"].startswith("3.1")
     OpenAPIV31SpecValidator(document).validate()
     refs = list(_refs(document))
@@ -38,11 +40,82 @@ def test_derived_3_1_copy_is_valid_and_self_contained(repo_root: Path):
 
 
 def test_derived_copy_types_the_stream_as_the_event_union(repo_root: Path):
-    document = yaml.safe_load((repo_root / "generated" / "openapi-3.1.yaml").read_text())
-    stream = document["paths"][spec.default_prefix() + "/stream"]["post"]["responses"]["200"]["content"]
+    document = _derived_copy(repo_root)
+    stream = document["paths"]["/projects/{project_id}/chat/stream"]["post"]["responses"]["200"]["content"]
     assert stream["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/ChatStreamEvent"}
     union = document["components"]["schemas"]["ChatStreamEvent"]
     assert union["discriminator"]["mapping"]["tool_call"] == "#/components/schemas/ToolCallEvent"
+
+
+def test_derived_copy_puts_the_chat_root_in_a_server_variable(repo_root: Path):
+    """One SDK for every known prefix: the chat API's paths are relative to `{origin}{chat_root}`, `chat_root` one of
+    the known prefixes' roots; the controller's paths keep their full paths under `{origin}`."""
+    document = _derived_copy(repo_root)
+    known = [k["prefix"] for k in spec.load_openapi()["x-chat-path-prefix"]["known"]]
+    roots = [prefix.removesuffix("/projects/{project_id}/chat") for prefix in known]
+    assert roots == ["/v3", "/v3/copilot"]
+    assert document["servers"] == [
+        {
+            "url": "{origin}",
+            "description": ANY,
+            "variables": {"origin": {"default": "http://127.0.0.1:3080", "description": ANY}},
+        }
+    ]
+    contract = spec.load_openapi()
+    operations = {}
+    for path, item in contract["paths"].items():
+        for method, operation in item.items():
+            if method in HTTP_METHODS:
+                operations[operation["operationId"]] = path
+    assert len(document["paths"]) == len(contract["paths"])
+    for operation_id, path in operations.items():
+        if path.startswith(spec.default_prefix() + "/"):
+            item = document["paths"][path.removeprefix("/v3")]
+            (server,) = item["servers"]
+            assert server["url"] == "{origin}{chat_root}"
+            assert server["variables"]["chat_root"] == {"default": "/v3", "enum": roots, "description": ANY}
+            assert server["variables"]["origin"]["default"] == "http://127.0.0.1:3080"
+        else:
+            item = document["paths"][path]
+            assert spec.is_controller_operation(item[next(m for m in item if m in HTTP_METHODS)]), path
+            assert "servers" not in item
+        assert any(isinstance(op, dict) and op.get("operationId") == operation_id for op in item.values())
+
+
+def test_derive_refuses_a_known_prefix_that_is_not_root_plus_chat(monkeypatch: pytest.MonkeyPatch):
+    from tools import derive_openapi31
+
+    contract = spec.load_openapi()
+    contract["x-chat-path-prefix"]["known"].append({"prefix": "/api/chat/{project_id}", "used_by": "nobody"})
+    monkeypatch.setattr(derive_openapi31.spec, "load_openapi", lambda: copy.deepcopy(contract))
+    with pytest.raises(ValueError, match="/api/chat/{project_id}"):
+        derive_openapi31.derive()
+
+
+def test_derived_copy_types_each_channel_stream_by_its_official_event_schema(repo_root: Path):
+    """The channels are in the copy, each SSE answer typed by the protocol's event, their official schemas bundled
+    with one component per `$defs`/`definitions` entry, named after its file."""
+    document = _derived_copy(repo_root)
+    schemas = document["components"]["schemas"]
+    streams = {
+        "/projects/{project_id}/chat/openai/v1/chat/completions": "OpenaiChatCompletionChunk",
+        "/projects/{project_id}/chat/openai/v1/responses": "OpenaiResponseStreamEvent",
+        "/projects/{project_id}/chat/ui": "AiUiMessageChunk",
+        "/projects/{project_id}/chat/ag-ui": "AgUiEvent",
+    }
+    for path, event in streams.items():
+        media = document["paths"][path]["post"]["responses"]["200"]["content"]["text/event-stream"]
+        assert media == {"schema": {"$ref": f"#/components/schemas/{event}"}}, path
+        assert event in schemas
+    assert not [name for name in schemas if name.endswith("Frame")]  # the 3.2 frames have no place in 3.1
+    official = json.loads((spec.OFFICIAL_DIR / "openai_response_stream_event.json").read_text())
+    for name in official["$defs"]:
+        assert f"OpenaiResponseStreamEvent_{name}" in schemas
+    chunk = json.loads((spec.OFFICIAL_DIR / "ai_ui_message_chunk.json").read_text())
+    assert {f"AiUiMessageChunk_{name}" for name in chunk["definitions"]} <= set(schemas)
+    names = set(schemas)
+    assert all(ref.removeprefix("#/components/schemas/") in names for ref in _refs(document) if "/schemas/" in ref)
+    assert not [key for schema in schemas.values() for key in ("$defs", "definitions", "$schema") if key in schema]
 
 
 def test_every_ref_resolves():
@@ -202,6 +275,11 @@ def test_prefix_is_a_parameter_of_the_contract():
 
 
 # --- helpers -------------------------------------------------------------------------------------------
+
+
+def _derived_copy(repo_root: Path) -> dict[str, Any]:
+    """generated/openapi-3.1.yaml, parsed by libyaml (it bundles the channels' official schemas: about 1 MB)."""
+    return yaml.load((repo_root / "generated" / "openapi-3.1.yaml").read_text(), Loader=yaml.CSafeLoader)
 
 
 def _refs(node: Any):
