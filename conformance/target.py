@@ -79,9 +79,13 @@ class Target:
 
     @property
     def capabilities(self) -> set[str]:
-        """The declared capabilities, and one per declared channel (`channel_gns3`, `channel_openai`, ...): a rule of
-        a channel the target does not serve is N/A (conformance.findings.not_applicable)."""
-        return set(self.declarations["capabilities"]) | {f"channel_{name}" for name in self.channels}
+        """The declared capabilities, one per declared channel (`channel_gns3`, `channel_openai`, ...), and
+        `controller_auth` when the users log in through a GNS3-style controller: a rule of a channel the target does
+        not serve, or of a controller it does not have, is N/A (conformance.findings.not_applicable)."""
+        derived = {f"channel_{name}" for name in self.channels}
+        if self.section("auth", {"mode": "tokens"})["mode"] == "controller":
+            derived.add("controller_auth")
+        return set(self.declarations["capabilities"]) | derived
 
     @property
     def serves_gns3(self) -> bool:
