@@ -14,6 +14,7 @@ from .channels.routes import build_channels_router
 from .chat.routes import build_router
 from .controller.routes import router as controller_router
 from .errors import install_handlers
+from .playground import build_playground_router
 from .services import Services
 from .settings import Settings
 from .storage_faults import install_storage_fault_handlers
@@ -40,4 +41,5 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(controller_router)
     app.include_router(build_router(settings.chat_prefix))
     app.include_router(build_channels_router(settings.chat_prefix))  # the same turns, other protocols
+    app.include_router(build_playground_router(settings))  # the playground page, /playground (playground.py)
     return app

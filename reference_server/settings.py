@@ -15,6 +15,11 @@ import gns3_copilot_spec as spec
 ENV_PREFIX = "COPILOT_REF_"
 
 
+def _default_playground_dir() -> Path:
+    """A checkout's build (tools/build_playground.py); an installed package has none, and /playground says so."""
+    return Path(__file__).resolve().parent.parent / "playground" / "dist"
+
+
 def _default_data_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "gns3-copilot-reference-server"
@@ -47,6 +52,10 @@ class Settings(BaseSettings):
     )
     fake_llm_scripts: list[Path] = Field(
         default_factory=list, description="Extra script folders for the in-process fake LLM."
+    )
+    playground_dir: Path = Field(
+        default_factory=_default_playground_dir,
+        description="The built playground page served at /playground (default: the checkout's playground/dist).",
     )
     log_level: str = Field("info", description="uvicorn log level.")
 

@@ -1,0 +1,221 @@
+// One project's chat: the session list (pin, rename, delete, statistics) and the open conversation.
+
+import { generateId } from 'ai';
+import { useCallback, useEffect, useState, type FormEvent } from 'react';
+
+import type { ChatApi, ChatSession, Scenario } from './api';
+import { Conversation } from './Conversation';
+
+interface Props {
+  api: ChatApi;
+  scenarios: Scenario[];
+  initialSession: string | null;
+  onSession: (sessionId: string) => void;
+  fail: (error: unknown) => void;
+}
+
+interface Current {
+  id: string;
+  isNew: boolean; // made here, not on the server until its first turn: nothing to load
+}
+
+// The server lists sessions in its order (pinned first, then the most recently updated: LIST-002).
+export function ProjectChat({ api, scenarios, initialSession, onSession, fail }: Props) {
+  const [sessions, setSessions] = useState<ChatSession[] | null>(null);
+  // A new chat's id is made here: the chat id is the session id, and an unused one creates the session (UI-001).
+  const [current, setCurrent] = useState<Current>(() =>
+    initialSession ? { id: initialSession, isNew: false } : { id: generateId(), isNew: true },
+  );
+
+  const refresh = useCallback(() => {
+    api.sessions().then(setSessions, fail);
+  }, [api, fail]);
+
+  useEffect(() => {
+    refresh();
+  }, [refresh]);
+  useEffect(() => {
+    onSession(current.id);
+  }, [current.id, onSession]);
+
+  const newChat = () => setCurrent({ id: generateId(), isNew: true });
+  const act = (action: Promise<unknown>) => action.then(refresh, fail);
+  const remove = (sessionId: string) =>
+    act(
+      api.remove(sessionId).then(() => {
+        if (sessionId === current.id) newChat();
+      }),
+    );
+  const session = sessions?.find((s) => s.thread_id === current.id) ?? null;
+
+  return (
+    <div className="project-chat">
+      <aside className="sidebar" aria-label="Sessions">
+        <button type="button" className="primary new-chat" onClick={newChat}>
+          New chat
+        </button>
+        {sessions === null ? (
+          <p className="muted">Loading sessions…</p>
+        ) : sessions.length === 0 ? (
+          <p className="muted">No sessions yet: send a message.</p>
+        ) : (
+          <ul className="sessions">
+            {sessions.map((s) => (
+              <SessionItem
+                key={s.thread_id}
+                session={s}
+                current={s.thread_id === current.id}
+                onOpen={() => setCurrent({ id: s.thread_id, isNew: false })}
+                onPin={() => act(api.pin(s.thread_id, !s.pinned))}
+                onRename={(title) => act(api.rename(s.thread_id, title))}
+                onDelete={() => remove(s.thread_id)}
+              />
+            ))}
+          </ul>
+        )}
+      </aside>
+      <main className="chat">
+        <Statistics session={session} />
+        <Conversation
+          key={current.id}
+          api={api}
+          sessionId={current.id}
+          isNew={current.isNew}
+          scenarios={scenarios}
+          onActivity={refresh}
+          fail={fail}
+        />
+      </main>
+    </div>
+  );
+}
+
+interface SessionItemProps {
+  session: ChatSession;
+  current: boolean;
+  onOpen: () => void;
+  onPin: () => void;
+  onRename: (title: string) => Promise<unknown>;
+  onDelete: () => void;
+}
+
+function SessionItem({ session, current, onOpen, onPin, onRename, onDelete }: SessionItemProps) {
+  const [mode, setMode] = useState<'view' | 'rename' | 'confirm-delete'>('view');
+  const [title, setTitle] = useState(session.title);
+
+  const rename = (event: FormEvent) => {
+    event.preventDefault();
+    const trimmed = title.trim();
+    if (trimmed && trimmed !== session.title) void onRename(trimmed).then(() => setMode('view'));
+    else setMode('view');
+  };
+
+  const classes = ['session', current ? 'current' : '', session.pinned ? 'pinned' : ''].filter(Boolean);
+  return (
+    <li className={classes.join(' ')} data-testid="session" data-session-id={session.thread_id}>
+      {mode === 'rename' ? (
+        <form onSubmit={rename} className="rename">
+          <input
+            aria-label="New title"
+            value={title}
+            maxLength={255}
+            autoFocus
+            onChange={(e) => setTitle(e.target.value)}
+            onKeyDown={(e) => e.key === 'Escape' && setMode('view')}
+          />
+          <button type="submit">Save</button>
+          <button type="button" onClick={() => setMode('view')}>
+            Cancel
+          </button>
+        </form>
+      ) : (
+        <button type="button" className="session-open" onClick={onOpen} aria-current={current ? 'true' : undefined}>
+          <span className="session-title">
+            {session.pinned && <span className="badge pin-badge">Pinned</span>}
+            <span data-testid="session-title">{session.title}</span>
+          </span>
+          <span className="session-meta">
+            {plural(session.message_count, 'message')} · {plural(session.llm_calls_count, 'LLM call')} ·{' '}
+            {plural(session.total_tokens, 'token')}
+          </span>
+        </button>
+      )}
+      {mode === 'confirm-delete' ? (
+        <div className="session-actions confirm" role="group" aria-label="Confirm deletion">
+          <span>Delete this session?</span>
+          <button type="button" className="danger" onClick={onDelete}>
+            Confirm delete
+          </button>
+          <button type="button" onClick={() => setMode('view')}>
+            Keep
+          </button>
+        </div>
+      ) : (
+        mode === 'view' && (
+          <div className="session-actions">
+            <button type="button" onClick={onPin} aria-pressed={session.pinned}>
+              {session.pinned ? 'Unpin' : 'Pin'}
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setTitle(session.title);
+                setMode('rename');
+              }}
+            >
+              Rename
+            </button>
+            <button type="button" onClick={() => setMode('confirm-delete')}>
+              Delete
+            </button>
+          </div>
+        )
+      )}
+    </li>
+  );
+}
+
+function plural(count: number, noun: string): string {
+  return `${count.toLocaleString('en')} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+const STATISTICS: [keyof ChatSession, string][] = [
+  ['message_count', 'Messages'],
+  ['llm_calls_count', 'LLM calls'],
+  ['input_tokens', 'Input tokens'],
+  ['output_tokens', 'Output tokens'],
+  ['total_tokens', 'Total tokens'],
+];
+
+/** The open session's statistics, as the server counts them (STATS-*). */
+function Statistics({ session }: { session: ChatSession | null }) {
+  if (!session) {
+    return (
+      <section className="statistics" aria-label="Statistics">
+        <h2>New conversation</h2>
+        <p className="muted">Its statistics appear once the first turn has started.</p>
+      </section>
+    );
+  }
+  return (
+    <section className="statistics" aria-label="Statistics" data-testid="statistics">
+      <h2 data-testid="statistics-title">{session.title}</h2>
+      <dl>
+        {STATISTICS.map(([key, label]) => (
+          <div key={key}>
+            <dt>{label}</dt>
+            <dd data-stat={key}>{String(session[key])}</dd>
+          </div>
+        ))}
+        <div>
+          <dt>Last message</dt>
+          <dd data-stat="last_message_at">{timeOf(session.last_message_at)}</dd>
+        </div>
+      </dl>
+    </section>
+  );
+}
+
+function timeOf(timestamp: string | null): string {
+  return timestamp ? new Date(timestamp).toLocaleTimeString('en-GB') : '—';
+}
