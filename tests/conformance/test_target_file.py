@@ -58,6 +58,7 @@ def test_the_default_target_is_the_reference_server():
         "channel_openai",
         "channel_ui",
         "channel_ag_ui",
+        "controller_auth",  # its users log in through its GNS3-style controller (auth: controller)
     }
 
 
@@ -96,6 +97,18 @@ def test_a_bad_chat_prefix(prefix):
     message = problem(data)
     assert message.splitlines()[1].startswith("  - chat_prefix: ")
     assert repr(prefix) in message
+
+
+def test_the_controller_rule_applies_only_where_users_log_in_through_a_controller():
+    """CONTROLLER-001 needs `controller_auth`, which only `auth: controller` gives: with tokens it is N/A."""
+    from conformance import requirement
+    from conformance.findings import not_applicable
+
+    rule = requirement("CONTROLLER-001")
+    with_tokens = parse_target(minimal())
+    assert "controller_auth" not in with_tokens.capabilities
+    assert "controller_auth" in (not_applicable(rule, with_tokens.capabilities) or "")
+    assert not_applicable(rule, load_target(None).capabilities) is None
 
 
 def test_an_unknown_capability():
