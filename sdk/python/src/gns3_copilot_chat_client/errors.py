@@ -13,6 +13,21 @@ class CopilotError(Exception):
     """Anything this client raises."""
 
 
+class CopilotStreamError(CopilotError):
+    """A chat stream that opened but did not end with its `done` event: the connection broke off (`code`
+    "stream_interrupted"; the httpx error is the `__cause__`). The turn is not sent again: it may have run, and
+    may still be running on the server (`abort_session_turn` stops it; the session's history tells what it kept)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StreamProtocolError(CopilotStreamError):
+    """The server's stream broke the contract: an answer that is not an event stream (`code`
+    "not_an_event_stream"), or a frame that is not an event of the contract ("invalid_event")."""
+
+
 class CopilotApiError(CopilotError):
     """The server refused a request: `status`, and `body` the contract's error body (`message`, `code`; 422 also
     `details`). A body that is not the contract's is kept as `raw`, with `code` "unknown"."""
