@@ -12,7 +12,7 @@ What is generated:
   controller; not the channels, whose users have their protocols' own clients), on a sync and an async base class,
   typed from the operation's parameters, request body and answer (each schema `$ref` a file whose `title` names
   its model class).
-The hand-written rest of the package (transport, errors, clients) calls these.
+The hand-written rest of the package (transport, streams, errors, clients) calls these.
 """
 
 from __future__ import annotations
@@ -236,9 +236,10 @@ def render_contract() -> str:
         "",
         f"CONTRACT_VERSION = {document['x-contract-version']!r}",
         "",
-        "# The chat API's paths sit under a prefix that depends on the server (x-chat-path-prefix of openapi.yaml).",
+        "# The chat API's paths sit under a prefix that depends on the server (x-chat-path-prefix of openapi.yaml);",
+        "# KNOWN_CHAT_PREFIXES maps each prefix in use to the servers that use it.",
         f"DEFAULT_CHAT_PREFIX = {prefixes['default']!r}",
-        f"KNOWN_CHAT_PREFIXES: dict[str, str] = {known!r}  # prefix -> the servers that use it",
+        f"KNOWN_CHAT_PREFIXES: dict[str, str] = {known!r}",
         "",
     ]
     return "\n".join(lines)
@@ -246,13 +247,17 @@ def render_contract() -> str:
 
 def render(target: Path) -> None:
     """Write every generated file of the package under `target` (a package folder), formatted."""
-    for folder, subpackage in MODEL_FOLDERS.items():
-        del folder
+    for subpackage in MODEL_FOLDERS.values():
         out = target / "models" / subpackage
         out.mkdir(parents=True, exist_ok=True)
-        for source in sorted((GENERATED / subpackage).glob("*.py")):
+        sources = sorted((GENERATED / subpackage).glob("*.py"))
+        for source in sources:
             text = source.read_text()
+            if "gns3_copilot_generated" in text:  # the SDK installs alone: its models import only each other
+                raise SystemExit(f"{source.relative_to(ROOT)} imports gns3_copilot_generated; the SDK cannot copy it")
             (out / source.name).write_text(HEADER + text)
+        for gone in set(out.glob("*.py")) - {out / source.name for source in sources}:
+            gone.unlink()  # a schema the contract no longer has
     (target / "models" / "__init__.py").write_text(HEADER + '"""The contract\'s models (copied from generated/)."""\n')
     (target / "contract.py").write_text(render_contract())
     (target / "events.py").write_text(render_events())

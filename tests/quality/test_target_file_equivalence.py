@@ -48,7 +48,8 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
     # What the run made (users, their access and LLM configurations, a project per check) is gone: only the admin
     # is left.
     assert over_http.cleanup is not None and not over_http.cleanup.kept and over_http.cleanup.left == []
-    assert over_http.cleanup.removed["user"] == 4 and over_http.cleanup.removed["project"] > 50
+    # main, other, no_llm, the stranger, and the user controller_api.answers gives an LLM configuration of its own
+    assert over_http.cleanup.removed["user"] == 5 and over_http.cleanup.removed["project"] > 50
     assert over_http.cleanup.removed["ace"] == 3  # main, other and no_llm on /projects; the stranger has none
     assert left_on_server == {"users": ["admin"], "projects": []}
     assert not list((tmp_path / "data" / "projects").iterdir())

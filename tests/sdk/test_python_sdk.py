@@ -148,15 +148,34 @@ def test_the_generated_parts_are_fresh_and_the_check_sees_a_spec_change(monkeypa
     assert "operations.py" in capsys.readouterr().err
 
 
-def test_the_example_passes_mypy_strict():
-    checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "examples/quickstart.py"],
-        cwd=ROOT / "sdk" / "python",
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_an_operation_with_a_tag_the_sdk_has_not_decided_on_stops_the_generator(monkeypatch):
+    original = generator.spec.load_openapi
+
+    def with_new_tag(prefix=None):
+        document = original(prefix)
+        document["paths"]["/v3/version"]["get"]["tags"] = ["telemetry"]
+        return document
+
+    monkeypatch.setattr(generator.spec, "load_openapi", with_new_tag)
+    with pytest.raises(SystemExit, match="getVersion has tags \\['telemetry'\\]"):
+        generator.operations()
+
+
+def mypy_strict(*paths: str | Path) -> subprocess.CompletedProcess[str]:
+    """mypy --strict with the SDK's own settings (sdk/python/pyproject.toml: the pydantic plugin)."""
+    command = [sys.executable, "-m", "mypy", "--strict", *map(str, paths)]
+    return subprocess.run(command, cwd=ROOT / "sdk" / "python", capture_output=True, text=True, timeout=300)
+
+
+def test_the_example_and_the_package_pass_mypy_strict(tmp_path):
+    checked = mypy_strict("src/gns3_copilot_chat_client", "examples/quickstart.py")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # the example's match is exhaustive: without one event class, mypy --strict refuses it
+    example = (ROOT / "sdk" / "python" / "examples" / "quickstart.py").read_text()
+    incomplete = tmp_path / "incomplete.py"
+    incomplete.write_text(example.replace('        case HeartbeatEvent():\n            return "heartbeat"\n', ""))
+    refused = mypy_strict(incomplete)
+    assert refused.returncode == 1 and 'incompatible type "HeartbeatEvent"' in refused.stdout, refused.stdout
 
 
 def test_the_readme_example(tmp_path):

@@ -1,6 +1,8 @@
 """Log in, create a project, stream a turn with a tool call, list the sessions: every event typed.
 
     COPILOT_BASE_URL=http://127.0.0.1:3080 python quickstart.py
+
+against a server whose admin/admin uses the fake LLM (the reference server: `python -m reference_server`).
 """
 
 from __future__ import annotations

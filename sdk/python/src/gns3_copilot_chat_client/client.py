@@ -8,10 +8,12 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import TypeAdapter
 
+from .contract import DEFAULT_CHAT_PREFIX
 from .models.api.controller_credentials import Credentials
 from .models.api.controller_token import Token
 from .operations import AsyncOperations, SyncOperations
-from .transport import DEFAULT_CHAT_PREFIX, AsyncChatStream, ChatStream, Request, Settings, parsed
+from .streams import AsyncChatStream, ChatStream
+from .transport import Request, Settings, parsed
 
 T = TypeVar("T")
 

@@ -23,10 +23,10 @@ from .models.api.controller_user import User
 from .models.api.controller_version import ControllerVersion
 from .models.api.conversation_history import ConversationHistory
 from .models.api.rename_request import RenameSessionRequest
-from .transport import AsyncChatStream, ChatStream, Request
+from .streams import AsyncChatStream, ChatStream
+from .transport import Request
 
 T = TypeVar("T")
-
 
 _LIST_SESSIONS: TypeAdapter[list[ChatSession]] = TypeAdapter(list[ChatSession])
 _GET_SESSION_HISTORY: TypeAdapter[ConversationHistory] = TypeAdapter(ConversationHistory)

@@ -13,8 +13,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from .errors import error_for
 
-# The two chat prefixes in use: the contract's default, and gns3-server 3.1.0a2 and later's.
-DEFAULT_CHAT_PREFIX = "/v3/projects/{project_id}/chat"
+# gns3-server 3.1.0a2 and later's chat prefix (one of the contract's KNOWN_CHAT_PREFIXES; a test holds it so).
 GNS3_CHAT_PREFIX = "/v3/copilot/projects/{project_id}/chat"
 
 T = TypeVar("T")
