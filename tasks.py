@@ -4,7 +4,7 @@
     python3 tasks.py conformance   main job: the conformance suite against the built-in reference server
     python3 tasks.py test          the project's tests (what .ci/run runs)
     python3 tasks.py generate      regenerate generated/ from spec/
-    python3 tasks.py sdk           regenerate the TypeScript and Python SDKs (sdk/) from the contract
+    python3 tasks.py sdk           regenerate generated/ and the TypeScript and Python SDKs (sdk/) from spec/
     python3 tasks.py gns3          the suite against the real gns3-server (3.1.0a7; --version V, --matrix: README)
     python3 tasks.py peers         install the peers (third-party servers of our agent, peers/), then the suite
                                    against each (--install-only: install only)
@@ -211,11 +211,12 @@ def cmd_conformance(extra: list[str]) -> int:
 
 
 def cmd_sdk(extra: list[str]) -> int:
-    """Regenerate both SDKs from the contract (`--check`: change nothing, exit 1 when either is stale)."""
+    """Regenerate both SDKs from the contract (`--check`: change nothing, exit 1 when either is stale). generated/
+    first: the Python SDK's models are copies of its models."""
     python = ensure_venv()
     ensure_node_modules()  # @hey-api/openapi-ts and the TypeScript it works with
-    codes = [_run(python, f"tools/generate_{sdk}_sdk.py", *extra, check=False) for sdk in ("typescript", "python")]
-    return max(codes)
+    steps = ["tools/generate.py", "tools/generate_typescript_sdk.py", "tools/generate_python_sdk.py"]
+    return max(_run(python, step, *extra, check=False) for step in steps)
 
 
 def cmd_generate(extra: list[str]) -> int:
