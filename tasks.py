@@ -140,13 +140,15 @@ TEST_GROUPS: dict[str, list[str]] = {
         "--ignore",
         "tests/quality/test_channel_mutants.py",
     ],
-    # The channel mutants, the peers (installed, served, judged, benched), the SDKs and the playground in a browser:
-    # apart, so that the others keep their time.
-    "channels+peers+sdk": ["tests/quality/test_channel_mutants.py", "tests/peers", "tests/sdk", "tests/playground"],
+    # The channel mutants, the peers (installed, served, judged, benched), the SDKs, the playground in a browser and
+    # the hostile inputs: apart, so that the others keep their time (`rest` is the longest group still).
+    "channels+peers+sdk": [
+        *("tests/quality/test_channel_mutants.py", "tests/peers", "tests/sdk", "tests/playground", "tests/hostile"),
+    ],
     "rest": [
         "tests",
         *("--ignore", "tests/quality", "--ignore", "tests/gns3", "--ignore", "tests/peers"),
-        *("--ignore", "tests/sdk", "--ignore", "tests/playground"),
+        *("--ignore", "tests/sdk", "--ignore", "tests/playground", "--ignore", "tests/hostile"),
     ],
 }
 
