@@ -3,6 +3,7 @@ never a hand-made copy."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -32,35 +33,40 @@ class Operation:
         return {int(status) for status in self.definition["responses"]}
 
 
+def _table(
+    document: dict[str, Any], path_of: Callable[[str], str], keep: Callable[[dict[str, Any]], bool] = lambda _: True
+) -> tuple[Operation, ...]:
+    return tuple(
+        Operation(method.upper(), path_of(path), definition["operationId"], definition)
+        for path, item in document["paths"].items()
+        for method, definition in item.items()
+        if method in _METHODS and keep(definition)
+    )
+
+
 @cache
 def operations() -> tuple[Operation, ...]:
     """Every operation of the GNS3 chat API, in document order (the channels' are judged by their own checks, the
     controller's by the `controller` area)."""
-    document = spec.chat_api_only(spec.load_openapi())
     prefix = spec.default_prefix()
-    return tuple(
-        Operation(method.upper(), path.removeprefix(prefix), definition["operationId"], definition)
-        for path, item in document["paths"].items()
-        for method, definition in item.items()
-        if method in _METHODS
-    )
+    return _table(spec.chat_api_only(spec.load_openapi()), lambda path: path.removeprefix(prefix))
 
 
 @cache
 def controller_operations() -> tuple[Operation, ...]:
     """The controller's operations a chat client relies on (tag `controller`), their paths absolute: they are the
     controller's own, not under the chat prefix."""
-    document = spec.without_channels(spec.load_openapi())
-    return tuple(
-        Operation(method.upper(), path, definition["operationId"], definition)
-        for path, item in document["paths"].items()
-        for method, definition in item.items()
-        if method in _METHODS and spec.is_controller_operation(definition)
-    )
+    return _table(spec.load_openapi(), lambda path: path, spec.is_controller_operation)
+
+
+@cache
+def _by_id() -> dict[str, Operation]:
+    """Every operation the suite judges answers of, by operationId: looked up for each answer of a run."""
+    return {op.id: op for op in operations() + controller_operations()}
 
 
 def operation(operation_id: str) -> Operation:
-    return next(op for op in operations() + controller_operations() if op.id == operation_id)
+    return _by_id()[operation_id]
 
 
 def chat_endpoints(capabilities: set[str]) -> list[Operation]:
