@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -20,10 +21,31 @@ from .settings import Settings
 from .storage_faults import install_storage_fault_handlers
 
 
-def create_app(settings: Settings) -> FastAPI:
+class NameTheWorker:
+    """`X-Copilot-Worker: <pid>` on every answer of a worker of several: which process answered, how a test shows
+    that two requests reached two workers. Plain ASGI, so that streams pass through untouched."""
+
+    def __init__(self, app) -> None:
+        self.app, self.worker = app, str(os.getpid()).encode()  # built in the forked worker itself
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def named(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"x-copilot-worker", self.worker)]}
+            await send(message)
+
+        await self.app(scope, receive, named)
+
+
+def create_app(settings: Settings, *, prepared: bool = False) -> FastAPI:
+    """`prepared`: a worker of several, whose databases the supervisor prepared (workers.py)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.services = await Services.start(settings)
+        app.state.services = await Services.start(settings, prepare=not prepared)
         try:
             yield
         finally:
@@ -36,6 +58,8 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
     )
     install_handlers(app)
+    if settings.workers > 1:
+        app.add_middleware(NameTheWorker)
     app.add_middleware(BodyLimit)  # outermost: 413 before anything else, authentication included (INPUT-010)
     install_storage_fault_handlers(app)  # 503 storage_unavailable / project_unavailable (ERROR-003)
     app.include_router(controller_router)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sys
 from pathlib import Path
 
 import click
 import uvicorn
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 
 from .app import create_app
+from .services import Services
 from .settings import ENV_PREFIX, Settings, load_settings
+from .workers import supervise
 
 
 def _option(name: str):
@@ -62,10 +66,46 @@ def main(config_file: Path | None, **options) -> None:
     sock.bind((settings.host, settings.port))
     host, port = sock.getsockname()[:2]
     prefix = settings.chat_prefix
-    click.echo(f"reference server listening on http://{host}:{port} (chat prefix {prefix}, data {settings.data_dir})")
+    chat_data = (
+        _database_shown(settings.database_url)
+        if settings.database_url
+        else f"SQLite per project in {settings.data_dir}"
+    )
+    click.echo(
+        f"reference server listening on http://{host}:{port} (chat prefix {prefix}, data {settings.data_dir}, "
+        f"chat data {chat_data}, {settings.workers} worker{'s' if settings.workers > 1 else ''})"
+    )
     sys.stdout.flush()
-    config = uvicorn.Config(create_app(settings), log_level=settings.log_level, lifespan="on")
+    if settings.workers == 1:
+        _serve(settings, sock, prepared=False)
+        return
+    _prepare(settings)
+    sys.exit(supervise(lambda s: _serve(settings, s, prepared=True), sock, settings.workers))
+
+
+def _serve(settings: Settings, sock: socket.socket, *, prepared: bool) -> None:
+    config = uvicorn.Config(create_app(settings, prepared=prepared), log_level=settings.log_level, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _prepare(settings: Settings) -> None:
+    """Before the workers: data directory, controller database and its admin, the PostgreSQL tables, and the
+    recovery of turns a crash cut, done once rather than raced by every worker."""
+
+    async def once() -> None:
+        services = await Services.start(settings)
+        await services.stop()
+
+    try:
+        asyncio.run(once())
+    except Exception as exc:
+        raise click.ClickException(f"start-up failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _database_shown(url: str) -> str:
+    """The database's place without its password."""
+    info = conninfo_to_dict(url)
+    return f"PostgreSQL database {info.get('dbname', '?')} at {info.get('host', 'localhost')}:{info.get('port', 5432)}"
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from fake_llm.scripts import ScriptLibrary
 
 from .agent.llm_factory import ChatModelFactory
 from .agent.manager import ProjectAgentManager
+from .agent.stores.base import ChatStore
+from .agent.stores.sqlite import SqliteChatStore
 from .controller.security import SecretBox, TokenIssuer, hash_password
 from .controller.store import ControllerStore
 from .private_files import private_dir
@@ -35,6 +37,16 @@ DEFAULT_LLM_CONFIG = {
 }
 
 
+async def _chat_store(settings: Settings, *, prepare: bool) -> ChatStore:
+    if settings.database_url is None:
+        return SqliteChatStore()
+    from .agent.stores.postgres import PostgresChatStore, prepare_database  # psycopg only where it is used
+
+    if prepare:
+        await prepare_database(settings.database_url)
+    return PostgresChatStore(settings.database_url)
+
+
 @dataclass
 class Services:
     settings: Settings
@@ -48,9 +60,10 @@ class Services:
         return self.settings.projects_dir / project_id
 
     @classmethod
-    async def start(cls, settings: Settings) -> Services:
+    async def start(cls, settings: Settings, *, prepare: bool = True) -> Services:
         """Fails, closing what it opened, when the server cannot serve at all; a project that cannot be opened
-        only makes that project answer 503 project_unavailable."""
+        only makes that project answer 503 project_unavailable. Without `prepare`, the databases were prepared
+        before the workers started (workers.py)."""
         try:
             private_dir(settings.data_dir)
             with tempfile.TemporaryFile(dir=settings.data_dir):  # fail now, clearly, rather than on every write
@@ -66,14 +79,18 @@ class Services:
         except BaseException as exc:
             log.critical("start-up failed: the controller database %s cannot be used: %s", store.path, exc)
             raise
+        chat_store: ChatStore | None = None
         try:
             request_log = RequestLog()
+            chat_store = await _chat_store(settings, prepare=prepare)
             models = ChatModelFactory(ScriptLibrary.from_folders(settings.fake_llm_scripts), request_log)
             manager = ProjectAgentManager(
                 models,
+                chat_store,
                 heartbeat_interval=settings.heartbeat_interval,
                 title_counts_in_stats=settings.title_counts_in_stats,
             )
+            await chat_store.open(manager.on_worker_message)
             tokens = TokenIssuer(secrets_dir, settings.token_ttl_seconds)
             services = cls(settings, store, tokens, SecretBox(secrets_dir), manager, request_log)
             await services._seed()
@@ -81,6 +98,8 @@ class Services:
         except BaseException as exc:
             # An open connection is a non-daemon thread: left behind, the process would never exit.
             log.critical("start-up failed: %s", exc)
+            if chat_store is not None:
+                await chat_store.close()
             await store.close()
             raise
         for project in projects:  # projects left opened are opened again, as GNS3 does

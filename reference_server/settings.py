@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 import gns3_copilot_spec as spec
@@ -58,6 +58,14 @@ class Settings(BaseSettings):
         description="The built playground page served at /playground (default: the checkout's playground/dist).",
     )
     log_level: str = Field("info", description="uvicorn log level.")
+    database_url: str | None = Field(
+        None,
+        description="postgresql://... keeps every project's chat data in that PostgreSQL database, shared by the "
+        "workers; without it, each project has its own SQLite file.",
+    )
+    workers: int = Field(
+        1, ge=1, le=64, description="Server processes on the one port (more than 1 needs --database-url)."
+    )
 
     @field_validator("chat_prefix")
     @classmethod
@@ -66,6 +74,20 @@ class Settings(BaseSettings):
         if "{project_id}" not in value or not value.startswith("/") or value.endswith("/"):
             raise ValueError("must start with '/', contain '{project_id}' and not end with '/'")
         return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _workers_share_a_database(self) -> Settings:
+        # The busy lock and the stop requests of several processes live in PostgreSQL (agent/stores/postgres*.py).
+        if self.workers > 1 and self.database_url is None:
+            raise ValueError("--workers above 1 needs --database-url postgresql://...: SQLite files are one process's")
+        return self
 
     @property
     def projects_dir(self) -> Path:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 from pathlib import Path
 
 from reference_server.storage_faults import ProjectUnavailable, storage_fault
 
 from .llm_factory import ChatModelFactory
 from .service import AgentService
+from .stores.base import ChatStore
 
 
 class ProjectAgentManager:
-    def __init__(self, models: ChatModelFactory, *, heartbeat_interval: float, title_counts_in_stats: bool) -> None:
+    def __init__(
+        self, models: ChatModelFactory, store: ChatStore, *, heartbeat_interval: float, title_counts_in_stats: bool
+    ) -> None:
         self.models = models
+        self.store = store
         self.heartbeat_interval = heartbeat_interval
         self.title_counts_in_stats = title_counts_in_stats
         self._services: dict[str, AgentService] = {}
@@ -40,6 +43,7 @@ class ProjectAgentManager:
                     project_id,
                     project_dir,
                     self.models,
+                    self.store,
                     heartbeat_interval=self.heartbeat_interval,
                     title_counts_in_stats=self.title_counts_in_stats,
                 )
@@ -57,18 +61,31 @@ class ProjectAgentManager:
                 self._services[project_id] = service
             return service
 
-    async def close_project(self, project_id: str) -> None:
+    async def close_project(self, project_id: str, *, announce: bool = True) -> None:
         async with self._lock:
             self._unavailable.pop(project_id, None)
             service = self._services.pop(project_id, None)
         if service is not None:
             await service.close()
+        if announce:
+            await self.store.announce_closed(project_id)
+
+    async def on_worker_message(self, kind: str, project_id: str, session_id: str | None, reason: str) -> bool | None:
+        """Another worker closed or deleted a project, or asks to stop a turn: None when it is not this worker's."""
+        if kind == "close":
+            await self.close_project(project_id, announce=False)
+            return None
+        service = self._services.get(project_id)
+        if kind != "stop" or service is None or session_id not in service.running:
+            return None
+        return service.abort_here(session_id, reason)
 
     async def delete_project(self, project_id: str, project_dir: Path) -> None:
-        """When a project is deleted: its sessions, checkpoints and database go with its directory (DB-007)."""
+        """When a project is deleted: its sessions, checkpoints and database go, and its directory (DB-007)."""
         await self.close_project(project_id)
-        shutil.rmtree(project_dir, ignore_errors=True)
+        await self.store.delete_project(project_id, project_dir)
 
     async def close_all(self) -> None:
         for project_id in list(self._services):
-            await self.close_project(project_id)
+            await self.close_project(project_id, announce=False)  # this worker stops; the project stays opened
+        await self.store.close()

@@ -1,4 +1,4 @@
-"""AgentService: the chat data and the agent of one project, over one SQLite file (DB-001..007)."""
+"""AgentService: the chat data and the agent of one project, over the store that keeps it (stores/)."""
 
 from __future__ import annotations
 
@@ -6,43 +6,26 @@ import asyncio
 import logging
 from pathlib import Path
 
-import aiosqlite
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.conversation_history import ConversationHistory
-from reference_server.private_files import private_dir, private_file
 from reference_server.storage_faults import project_database
 
 from .converters import history_to_openai
 from .graph import TITLE_NODE, build_graph, stamp
 from .llm_factory import ChatModelFactory
-from .sessions_repo import NEW_TITLE, ChatSessionsRepository, TurnTotals, migrate, prepare_bookkeeping
+from .sessions_repo import NEW_TITLE
+from .stores.base import ChatStore, TurnTotals
+from .stores.sqlite import database_path
 from .stream_translator import StreamTranslator
 from .tools import make_tools
 from .turn import CANCELLED_TOOL_OUTPUT, Turn
 
 log = logging.getLogger(__name__)
 
-DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"  # DB-001
 # What answers the user message of a turn cut by a crash, so that the history never holds `user, user`.
 INTERRUPTED_ANSWER = "(No answer: the server stopped before this turn finished.)"
-
-
-def database_path(project_dir: Path) -> Path:
-    return project_dir / DB_RELATIVE_PATH
-
-
-async def _connect(path: Path) -> aiosqlite.Connection:
-    conn = await aiosqlite.connect(path)
-    try:
-        await conn.execute("PRAGMA journal_mode=WAL")  # DB-002; a file that is not SQLite fails here
-        await conn.execute("PRAGMA busy_timeout=10000")
-    except BaseException:
-        await conn.close()  # its thread is not a daemon: left open, the process would never exit
-        raise
-    return conn
 
 
 class AgentService:
@@ -51,6 +34,7 @@ class AgentService:
         project_id: str,
         project_dir: Path,
         models: ChatModelFactory,
+        store: ChatStore,
         *,
         heartbeat_interval: float,
         title_counts_in_stats: bool,
@@ -58,6 +42,7 @@ class AgentService:
         self.project_id = project_id
         self.project_dir = project_dir
         self.models = models
+        self.store = store
         self.heartbeat_interval = heartbeat_interval
         self.title_counts_in_stats = title_counts_in_stats
         self.running: dict[str, Turn | None] = {}  # None: reserved, the turn is starting
@@ -68,61 +53,65 @@ class AgentService:
         return database_path(self.project_dir)
 
     async def open(self) -> None:
-        private_dir(self.db_path.parent)
-        private_file(self.db_path)  # 0600 before SQLite creates it: its -wal and -shm files take its mode
-        self._repo_conn = self._saver_conn = None
+        self.storage = await self.store.open_project(self.project_id, self.project_dir)
+        self.repo, self.saver, self.leases = self.storage.repo, self.storage.saver, self.storage.leases
         try:
-            with project_database(self.project_id):
-                # Two connections: the checkpointer owns its transactions, the repository its own.
-                self._repo_conn = await _connect(self.db_path)
-                self._repo_conn.row_factory = aiosqlite.Row
-                for upgraded in await migrate(self._repo_conn):
-                    log.info("project %s: chat_sessions upgraded from the legacy schema %s", self.project_id, upgraded)
-                await prepare_bookkeeping(self._repo_conn)
-                self._saver_conn = await _connect(self.db_path)
-                self.saver = AsyncSqliteSaver(self._saver_conn)  # its checkpoints and writes, in the same file (DB-005)
-                await self.saver.setup()
-            self.repo = ChatSessionsRepository(self._repo_conn, self.project_id)
             self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
             for session_id, user_message_id in await self.repo.turns_in_flight():  # turns cut by a crash
+                # Only a turn no other worker is running: a shared store's turns in flight include live ones.
+                if not await self.claim(session_id):
+                    continue
                 try:
                     await self.recover(session_id, user_message_id)
                 except Exception:  # e.g. a full disk: tried again at the session's next turn or start-up
                     log.exception("project %s, session %s: recovering a cut turn failed", self.project_id, session_id)
+                finally:
+                    await self.release(session_id)
         except BaseException:
-            # An open connection is a non-daemon thread: left behind, it would keep the process alive at exit.
-            await self._close_connections()
+            await self.storage.close()
             raise
-
-    async def _close_connections(self) -> None:
-        for conn in (self._saver_conn, self._repo_conn):
-            if conn is not None:
-                try:
-                    await conn.close()  # stops the connection's thread even when it fails
-                except Exception:
-                    log.exception("project %s: closing its database failed", self.project_id)
 
     async def close(self) -> None:
         turns = self._turns()
         for turn in turns:
             turn.stop("project closed")
         await asyncio.gather(*(turn.finished.wait() for turn in turns))
-        await self._close_connections()
+        await self.storage.close()
 
     # --- turns ------------------------------------------------------------------------------------------
 
     def is_busy(self, session_id: str) -> bool:
-        """One turn at a time per session, so that turns never interleave in its history (CONCURRENCY-002)."""
+        """A turn of the session runs in this process (CONCURRENCY-002); busy() also asks the other workers."""
         return session_id in self.running
 
-    def reserve(self, session_id: str) -> None:
-        """Mark a session busy in the event-loop step that checked it, before any await (CONCURRENCY-001)."""
-        self.running[session_id] = None
+    async def busy(self, session_id: str) -> bool:
+        return self.is_busy(session_id) or await self.leases.held_elsewhere(session_id)
 
-    def release(self, session_id: str) -> None:
+    async def claim(self, session_id: str) -> bool:
+        """Make the session busy, or say it is busy already (CONCURRENCY-001). This process's mark is set in the
+        event-loop step that checked it, before any await; then the lease tells whether another worker runs it."""
+        if self.is_busy(session_id):
+            return False
+        self.running[session_id] = None  # reserved; start_turn replaces it with the turn
+        try:
+            if await self.leases.acquire(session_id):
+                return True
+        except BaseException:
+            self._unreserve(session_id)
+            raise
+        self._unreserve(session_id)
+        return False
+
+    def _unreserve(self, session_id: str) -> None:
         if self.running.get(session_id) is None:
             self.running.pop(session_id, None)
             self._aborted_while_starting.discard(session_id)
+
+    async def release(self, session_id: str) -> None:
+        """Give up a claim whose turn did not start."""
+        if session_id in self.running and self.running[session_id] is None:
+            self._unreserve(session_id)
+            await self.leases.release(session_id)
 
     def _turns(self) -> list[Turn]:
         return [turn for turn in self.running.values() if turn is not None]
@@ -131,10 +120,9 @@ class AgentService:
         """Start a turn; the caller checked ownership and reserved the session. Its in-flight mark is written
         before any stream begins, so that storage that cannot be written is a 503, not an in-stream error."""
         session_id = session.thread_id  # the one session_id of every event of the turn (EVENT-004)
-        config = {
-            "configurable": {"thread_id": session_id, "project_id": self.project_id},
-            "metadata": {"user_id": session.user_id},
-        }
+        config = self.storage.thread_config(session_id)
+        config["configurable"]["project_id"] = self.project_id
+        config["metadata"] = {"user_id": session.user_id}
         user_message = stamp(HumanMessage(message))  # the exact text sent, as the history shows it (HISTORY-009)
         graph_input: dict = {"messages": [user_message]}
         if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
@@ -173,7 +161,7 @@ class AgentService:
         """Finish a turn that a crash cut, as a cut-short turn is finished: repaired, then counted from what the
         checkpoint kept (its LLM generations and their usage; a generation cut by the crash left nothing to count).
         record_turn ends the turn's in-flight mark in the transaction of its statistics: counted once."""
-        config = {"configurable": {"thread_id": session_id}}
+        config = self.storage.thread_config(session_id)
         state = await self.graph.aget_state(config)
         messages = list(state.values.get("messages", []))
         start = next((i for i, m in enumerate(messages) if m.id == user_message_id), len(messages))
@@ -198,7 +186,7 @@ class AgentService:
 
     async def _finish_turn(self, turn: Turn) -> None:
         try:
-            config = {"configurable": {"thread_id": turn.session_id}}
+            config = self.storage.thread_config(turn.session_id)
             state = await self.graph.aget_state(config)
             messages = list(state.values.get("messages", []))
             repair = _repairs(messages, turn.user_message_id, turn.translator.streamed_text)
@@ -221,23 +209,30 @@ class AgentService:
             await self.repo.record_turn(turn.session_id, totals)  # however it ended (STATS-005, ABORT-004)
         finally:  # a failed or aborted turn too frees the session for the next (ERRSTREAM-002, ABORT-004)
             self.running.pop(turn.session_id, None)
+            await self.leases.release(turn.session_id)  # after every write of the turn: the next may start
 
     async def abort(self, session_id: str) -> bool:
-        """Whether a running turn was stopped (ABORT-005)."""
+        """Whether a running turn was stopped (ABORT-005), in this process or in the worker that runs it."""
+        if session_id not in self.running:
+            return await self.leases.stop_elsewhere(session_id, "aborted")
+        return self.abort_here(session_id)
+
+    def abort_here(self, session_id: str, reason: str = "aborted") -> bool:
+        """Stop this process's turn of the session, if it runs one."""
         if session_id not in self.running:
             return False
         turn = self.running[session_id]
         if turn is None:  # reserved, still starting (writing its in-flight mark): stopped as soon as it exists
             self._aborted_while_starting.add(session_id)
             return True
-        turn.stop("aborted")
+        turn.stop(reason)
         return True
 
     # --- sessions ---------------------------------------------------------------------------------------
 
     async def history(self, session: ChatSession, limit: int) -> ConversationHistory:
         with project_database(self.project_id):
-            state = await self.graph.aget_state({"configurable": {"thread_id": session.thread_id}})
+            state = await self.graph.aget_state(self.storage.thread_config(session.thread_id))
         messages = history_to_openai(session.thread_id, list(state.values.get("messages", [])))
         # Oldest first, with the session's id and title (HISTORY-001).
         return ConversationHistory(
@@ -254,9 +249,12 @@ class AgentService:
         if turn is not None:
             turn.stop("session deleted")
             await turn.finished.wait()
+        elif session_id not in self.running:
+            await self.leases.stop_elsewhere(session_id, "session deleted", wait=True)
         deleted = await self.repo.delete(session_id)  # the row (SESSION-006)
         with project_database(self.project_id):
-            await self.saver.adelete_thread(session_id)  # checkpoints and writes (SESSION-006, DB-006)
+            # checkpoints and writes (SESSION-006, DB-006)
+            await self.saver.adelete_thread(self.storage.thread_config(session_id)["configurable"]["thread_id"])
         return deleted
 
 

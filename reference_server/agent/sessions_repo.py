@@ -1,10 +1,10 @@
-"""ChatSessionsRepository: the `chat_sessions` table of one project database (DB-003, DB-004, MIGRATION-*)."""
+"""ChatSessionsRepository: the `chat_sessions` table of one project's SQLite file (DB-003, DB-004, MIGRATION-*);
+stores/postgres_sessions.py is the same repository on PostgreSQL."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -14,6 +14,8 @@ import gns3_copilot_spec as spec
 from gns3_copilot_generated.api.chat_session import ChatSession
 from reference_server.storage_faults import project_database
 from reference_server.timestamps import later_than, normalise, utc_now
+
+from .stores.base import TurnTotals
 
 NEW_TITLE = "New Conversation"  # TITLE-001
 MANUAL_TITLE = "manual"  # metadata.title_source once a user renamed the session (TITLE-003)
@@ -34,17 +36,6 @@ LISTING_QUERY = (
 TURNS_IN_FLIGHT = (
     "CREATE TABLE IF NOT EXISTS turns_in_flight (thread_id TEXT PRIMARY KEY, user_message_id TEXT NOT NULL)"
 )
-
-
-@dataclass(frozen=True)
-class TurnTotals:
-    """What one turn adds to a session (STATS-001..005); written in one UPDATE (STATS-007)."""
-
-    message_count: int  # absolute: the history's length after the turn
-    llm_calls: int
-    input_tokens: int
-    output_tokens: int
-    generated_title: str | None
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:

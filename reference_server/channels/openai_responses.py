@@ -78,7 +78,7 @@ async def check_previous_turn(service: AgentService, caller: Caller, previous: P
     left to the core, whose `session_not_found` is answered `previous_response_not_found` too, and so is a busy one
     (409 `session_busy`: its running turn may not be kept yet)."""
     session = await service.repo.get(previous.session_id)
-    if session is None or session.user_id != caller.user.user_id or service.is_busy(previous.session_id):
+    if session is None or session.user_id != caller.user.user_id or await service.busy(previous.session_id):
         return
     history = await service.history(session, limit=sys.maxsize)
     if all(message.id != previous.user_message_id for message in history.messages):

@@ -90,17 +90,21 @@ async def start_channel_turn(project_id: str, request: Request, caller: Caller, 
             f"The request carries earlier messages, but session {session_id} does not exist: this server keeps "
             "the conversation itself. Start a new conversation, or name an existing session.",
         )
-    if service.is_busy(session_id):  # CONCURRENCY-001, on every channel (CHANNEL-002)
+    if not await service.claim(session_id):  # CONCURRENCY-001, on every channel and worker (CHANNEL-002)
         raise ApiError(409, "session_busy", "Session is busy with another turn")
-    service.reserve(session_id)  # in this event-loop step; start_turn replaces the reservation
     try:
+        if service.store.shared:  # another worker may have made or deleted it since it was read
+            session = await service.repo.get(session_id)
+            gone = session is None and wanted.must_exist
+            if gone or (session is not None and session.user_id != caller.user.user_id):
+                raise ApiError(404, "session_not_found", f"Session {session_id} not found")
         created = session is None
         if session is None:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
             session = await service.repo.create(session_id, caller.user.user_id)
         set_request_context(llm, wanted.instructions)  # copied into the turn's tasks, never into the graph config
         turn = await service.start_turn(session, message)
     except BaseException:
-        service.release(session_id)
+        await service.release(session_id)
         raise
     return ChannelTurn(turn=turn, session_id=session_id, created=created)
 

@@ -41,6 +41,9 @@ async def opened_project(project_id: str, request: Request, caller: Caller) -> A
     if project is None:
         raise ApiError(404, "project_not_found", f"Project {project_id} does not exist")
     service = services.manager.get(project_id)
+    if service is None and project.status == "opened" and services.manager.store.shared:
+        # Opened through another worker: the data is shared, so this worker opens it too.
+        service = await services.manager.open_project(project_id, services.project_dir(project_id))
     if project.status != "opened" or service is None:
         raise ApiError(
             403, "project_not_opened", f"Project must be opened to use chat. Current status: {project.status}"

@@ -243,7 +243,7 @@ def _title_not_cleaned() -> None:
 
 @mutant("history-ids-change", "history message ids are new on every call", {"HISTORY-003"})
 def _history_ids_change() -> None:
-    import reference_server.agent.service as service
+    import reference_server.agent.stores.sqlite as service
 
     original = service.history_to_openai
 
@@ -468,7 +468,7 @@ def _create_once() -> None:
 )
 def _no_migration() -> None:
     import gns3_copilot_spec as spec
-    import reference_server.agent.service as service
+    import reference_server.agent.stores.sqlite as service
 
     async def migrate(db):
         await db.executescript((spec.DB_DIR / "schema.sql").read_text(encoding="utf-8"))
@@ -484,8 +484,8 @@ def _delete_leaves_writes() -> None:
 
     async def delete_session(self, session_id):
         deleted = await self.repo.delete(session_id)
-        await self._saver_conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (session_id,))
-        await self._saver_conn.commit()
+        await self.saver.conn.execute("DELETE FROM checkpoints WHERE thread_id = ?", (session_id,))
+        await self.saver.conn.commit()
         return deleted
 
     AgentService.delete_session = delete_session

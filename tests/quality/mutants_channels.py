@@ -666,7 +666,7 @@ def _channel_disconnect_leaves_busy() -> None:
     async def finish_turn(self, turn):
         await original(self, turn)
         if id(turn) in channel_turns and turn.stop_reason == "client disconnected":  # channels/turns.py
-            self.reserve(turn.session_id)
+            self.running[turn.session_id] = None  # reserved, and never released
         channel_turns.discard(id(turn))
 
     AgentService._finish_turn = finish_turn

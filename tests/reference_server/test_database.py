@@ -46,12 +46,12 @@ async def test_the_database_matches_the_contract(lab):
 async def test_statistics_are_written_in_one_update_per_turn(lab):
     service = lab.app.state.services.manager.get(lab.project_id)
     statements: list[str] = []
-    await service._repo_conn.set_trace_callback(statements.append)
+    await service.repo.db.set_trace_callback(statements.append)
     try:
         await lab.stream("[[fake-llm:parallel-tools]]", "one-update")
         await lab.stream("[[fake-llm:plain]]", "one-update")
     finally:
-        await service._repo_conn.set_trace_callback(None)
+        await service.repo.db.set_trace_callback(None)
     updates = [s for s in statements if s.lstrip().upper().startswith("UPDATE CHAT_SESSIONS")]
     assert len(updates) == 2, updates
 
