@@ -22,10 +22,12 @@ CREATE TABLE IF NOT EXISTS chat_sessions (
 );
 -- The contract's indexes (DB-004); thread_id's uniqueness is the constraint above, per project.
 CREATE INDEX IF NOT EXISTS idx_thread_id ON chat_sessions(thread_id);
-CREATE INDEX IF NOT EXISTS idx_user_project ON chat_sessions(user_id, project_id);
 CREATE INDEX IF NOT EXISTS idx_pinned_updated ON chat_sessions(pinned DESC, updated_at DESC);
--- GET /sessions: one index serves its filter and its whole order, so the listing reads no row it does not return
--- and never sorts (LIST-001, LIST-002; bench/ prints the plan at 1 000 000 sessions).
+-- GET /sessions: one index serves its filter and its order, so the listing reads no row it does not return (LIST-001,
+-- LIST-002; bench/ prints the plan at 1 000 000 sessions); the planner may still choose a bitmap scan and sort the
+-- caller's own rows, whose number does not grow with the table's. It is also the contract's
+-- idx_user_project (user_id, project_id), as its first two columns: that index on its own let the planner pick it
+-- for a user it thought had few sessions, and sort.
 CREATE INDEX IF NOT EXISTS idx_sessions_listing
     ON chat_sessions(user_id, project_id, pinned DESC, updated_at DESC, id DESC);
 -- The server's own bookkeeping: turns started and not yet counted (AgentService.recover).

@@ -58,13 +58,25 @@ class WorkerLink:
         self._listen: psycopg.AsyncConnection | None = None
         self._listener: asyncio.Task[None] | None = None
         self._waiting: dict[str, asyncio.Future[bool]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def open(self) -> None:
         self._lease = await self._connect()
-        self._listen = await self._connect()
-        await self._listen.execute(f"LISTEN {CONTROL_CHANNEL}")
-        await self._listen.execute(f"LISTEN {self.reply_channel}")
+        self._listen = await self._listening()
         self._listener = asyncio.create_task(self._listen_forever(), name="copilot-listen")
+
+    async def _listening(self) -> psycopg.AsyncConnection:
+        conn = await self._connect()
+        await conn.execute(f"LISTEN {CONTROL_CHANNEL}")
+        await conn.execute(f"LISTEN {self.reply_channel}")
+        return conn
+
+    async def _lease_connection(self) -> psycopg.AsyncConnection:
+        """The lease connection, again after PostgreSQL dropped it (a restart): its leases went with it."""
+        if self._lease is None or self._lease.closed:
+            log.error("the lease connection was lost: this worker's running turns no longer hold their leases")
+            self._lease = await self._connect()
+        return self._lease
 
     async def _connect(self) -> psycopg.AsyncConnection:
         conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, **KEEPALIVE)
@@ -85,15 +97,18 @@ class WorkerLink:
     # --- leases ---------------------------------------------------------------------------------------------------
 
     async def try_lock(self, project_id: str, session_id: str) -> bool:
+        conn = await self._lease_connection()
         row = await (
-            await self._lease.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", (lock_key(project_id), lock_key(session_id))
-            )
+            await conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (lock_key(project_id), lock_key(session_id)))
         ).fetchone()
         return bool(row[0])
 
     async def unlock(self, project_id: str, session_id: str) -> None:
-        await self._lease.execute("SELECT pg_advisory_unlock(%s, %s)", (lock_key(project_id), lock_key(session_id)))
+        try:
+            conn = await self._lease_connection()
+            await conn.execute("SELECT pg_advisory_unlock(%s, %s)", (lock_key(project_id), lock_key(session_id)))
+        except psycopg.Error:  # the connection went, and its leases with it: nothing left to release
+            log.exception("releasing the lease of session %s (project %s) failed", session_id, project_id)
 
     async def held(self, project_id: str, session_id: str | None = None) -> bool:
         """Whether any worker holds the session's lease (or, without a session, any lease of the project)."""
@@ -101,7 +116,7 @@ class WorkerLink:
         if session_id is not None:
             sql += " AND objid = %s::bigint::oid"
             params.append(lock_key(session_id))
-        row = await (await self._lease.execute(sql, params)).fetchone()
+        row = await (await (await self._lease_connection()).execute(sql, params)).fetchone()
         return row[0] > 0
 
     async def wait_released(self, project_id: str, session_id: str | None, timeout: float) -> bool:
@@ -115,7 +130,8 @@ class WorkerLink:
     # --- stop requests --------------------------------------------------------------------------------------------
 
     async def _notify(self, channel: str, message: dict[str, Any]) -> None:
-        await self._lease.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(message)))
+        conn = await self._lease_connection()
+        await conn.execute("SELECT pg_notify(%s, %s)", (channel, json.dumps(message)))
 
     async def broadcast(self, kind: str, project_id: str, reason: str) -> None:
         """Tell every worker (this one included), without waiting for answers: a project closed or deleted."""
@@ -155,18 +171,31 @@ class WorkerLink:
             self._waiting.pop(request_id, None)
 
     async def _listen_forever(self) -> None:
-        assert self._listen is not None
-        async for notice in self._listen.notifies():
+        while True:
             try:
-                message = json.loads(notice.payload)
-                if notice.channel == self.reply_channel:
-                    waiting = self._waiting.get(message["id"])
-                    if waiting is not None and not waiting.done():
-                        waiting.set_result(bool(message["stopped"]))
-                elif self.handler is not None:
-                    asyncio.create_task(self._handle(message))
-            except Exception:
-                log.exception("a worker message could not be handled: %r", notice.payload)
+                async for notice in self._listen.notifies():
+                    self._dispatch(notice)
+            except psycopg.OperationalError:
+                # PostgreSQL went away: listen again once it is back (messages sent meanwhile are lost, so an
+                # abort asked then answers false after STOP_REPLY_SECONDS).
+                log.exception("the listening connection was lost; reconnecting")
+                await asyncio.sleep(1.0)
+                with contextlib.suppress(psycopg.OperationalError):
+                    self._listen = await self._listening()
+
+    def _dispatch(self, notice: psycopg.Notify) -> None:
+        try:
+            message = json.loads(notice.payload)
+            if notice.channel == self.reply_channel:
+                waiting = self._waiting.get(message["id"])
+                if waiting is not None and not waiting.done():
+                    waiting.set_result(bool(message["stopped"]))
+            elif self.handler is not None:
+                task = asyncio.create_task(self._handle(message))
+                self._tasks.add(task)  # a reference, so that the task is not collected while it runs
+                task.add_done_callback(self._tasks.discard)
+        except Exception:
+            log.exception("a worker message could not be handled: %r", notice.payload)
 
     async def _handle(self, message: dict[str, Any]) -> None:
         try:
