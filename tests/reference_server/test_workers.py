@@ -23,7 +23,7 @@ import pytest
 from reference_server.agent.service import INTERRUPTED_ANSWER
 from reference_server.agent.stores.postgres_workers import LEASE_RELEASE_BOUND_SECONDS
 
-from .conftest import ServerProcess, events_of, start_server_process
+from .conftest import REPO_ROOT, ServerProcess, events_of, start_server_process
 
 pytestmark = pytest.mark.anyio
 PREFIX = "/v3/projects/{project_id}/chat"
@@ -213,3 +213,32 @@ def test_several_workers_need_postgresql(tmp_path: Path):
     )
     assert result.returncode != 0
     assert "--workers above 1 needs --database-url" in result.stderr
+
+
+def test_the_readme_serves_four_workers_on_a_postgresql_of_its_own(tmp_path: Path):
+    import subprocess
+
+    from conformance.processes import free_port
+    from tests.readme import readme_example
+
+    port = free_port()
+    script = (
+        readme_example("sh pg-workers")
+        .replace("--port 3081", f"--port {port}")
+        .replace(".cache/readme-pg-data", str(tmp_path / "data"))
+        .replace(".cache/readme-pg", str(tmp_path / "pg"))
+    )
+    launcher = subprocess.Popen(["bash", "-c", "exec " + script.strip()], cwd=REPO_ROOT)
+    try:
+        pids: set[str] = set()
+        deadline = time.monotonic() + 60
+        while len(pids) < 4 and time.monotonic() < deadline:
+            try:  # a new connection each time: the kernel hands it to one of the workers
+                pids.add(httpx.get(f"http://127.0.0.1:{port}/v3/version", timeout=5).headers["x-copilot-worker"])
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert len(pids) == 4, f"answers came from {len(pids)} workers"
+    finally:
+        launcher.send_signal(signal.SIGTERM)
+        assert launcher.wait(30) == 0
+    assert not (tmp_path / "pg" / "postmaster.pid").exists()  # its PostgreSQL stopped with it
