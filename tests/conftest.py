@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres import postgres_server, postgres_url  # noqa: F401 - PostgreSQL fixtures for every test
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -216,18 +216,24 @@ def test_several_workers_need_postgresql(tmp_path: Path):
 
 
 def test_the_readme_serves_four_workers_on_a_postgresql_of_its_own(tmp_path: Path):
-    import subprocess
-
     from conformance.processes import free_port
+    from tests.postgres import data_directory
     from tests.readme import readme_example
 
     port = free_port()
-    script = (
-        readme_example("sh pg-workers")
-        .replace("--port 3081", f"--port {port}")
-        .replace(".cache/readme-pg-data", str(tmp_path / "data"))
-        .replace(".cache/readme-pg", str(tmp_path / "pg"))
-    )
+    with data_directory() as pg_dir:  # outside pytest's folder, which PostgreSQL's own user may not reach
+        script = (
+            readme_example("sh pg-workers")
+            .replace("--port 3081", f"--port {port}")
+            .replace(".cache/readme-pg-data", str(tmp_path / "data"))
+            .replace(".cache/readme-pg", str(pg_dir))
+        )
+        _serve_four_workers(script, port, pg_dir)
+
+
+def _serve_four_workers(script: str, port: int, pg_dir: Path) -> None:
+    import subprocess
+
     launcher = subprocess.Popen(["bash", "-c", "exec " + script.strip()], cwd=REPO_ROOT)
     try:
         pids: set[str] = set()
@@ -241,4 +247,4 @@ def test_the_readme_serves_four_workers_on_a_postgresql_of_its_own(tmp_path: Pat
     finally:
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(30) == 0
-    assert not (tmp_path / "pg" / "postmaster.pid").exists()  # its PostgreSQL stopped with it
+    assert not (pg_dir / "postmaster.pid").exists()  # its PostgreSQL stopped with it
