@@ -226,7 +226,7 @@ def test_the_readme_serves_four_workers_on_a_postgresql_of_its_own(tmp_path: Pat
             readme_example("sh pg-workers")
             .replace("--port 3081", f"--port {port}")
             .replace(".cache/readme-pg-data", str(tmp_path / "data"))
-            .replace(".cache/readme-pg", str(pg_dir))
+            .replace("/tmp/copilot-pg", str(pg_dir))
         )
         _serve_four_workers(script, port, pg_dir)
 
