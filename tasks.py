@@ -130,6 +130,11 @@ def ensure_playground() -> None:
 # The test command's groups, each one pytest process, all at the same time: most of the time of the slow groups is
 # spent waiting on the servers and scripted silences of conformance runs, not computing. Together they are every
 # test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
+POSTGRES_TESTS = (
+    "tests/reference_server/test_workers.py",
+    "tests/reference_server/test_postgres_store.py",
+    "tests/reference_server/test_with_postgres.py",
+)
 TEST_GROUPS: dict[str, list[str]] = {
     "mutants": ["tests/quality/test_mutants.py"],
     "quality+gns3": [
@@ -140,15 +145,18 @@ TEST_GROUPS: dict[str, list[str]] = {
         "--ignore",
         "tests/quality/test_channel_mutants.py",
     ],
-    # The channel mutants, the peers (installed, served, judged, benched), the SDKs, the playground in a browser and
-    # the hostile inputs: apart, so that the others keep their time (`rest` is the longest group still).
-    "channels+peers+sdk": [
+    # The channel mutants, the peers (installed, served, judged, benched), the SDKs, the playground in a browser, the
+    # hostile inputs and the PostgreSQL deployment (several workers, the suite against it): apart, so that the others
+    # keep their time (`rest` is the longest group still).
+    "channels+peers+sdk+postgres": [
         *("tests/quality/test_channel_mutants.py", "tests/peers", "tests/sdk", "tests/playground", "tests/hostile"),
+        *POSTGRES_TESTS,
     ],
     "rest": [
         "tests",
         *("--ignore", "tests/quality", "--ignore", "tests/gns3", "--ignore", "tests/peers"),
         *("--ignore", "tests/sdk", "--ignore", "tests/playground", "--ignore", "tests/hostile"),
+        *(arg for test in POSTGRES_TESTS for arg in ("--ignore", test)),
     ],
 }
 
