@@ -44,7 +44,7 @@ async def _chat_store(settings: Settings, *, prepare: bool) -> ChatStore:
 
     if prepare:
         await prepare_database(settings.database_url)
-    return PostgresChatStore(settings.database_url)
+    return PostgresChatStore(settings.database_url, settings.workers)
 
 
 @dataclass

@@ -57,12 +57,15 @@ class AgentService:
         self.repo, self.saver, self.leases = self.storage.repo, self.storage.saver, self.storage.leases
         try:
             self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
-            for session_id, user_message_id in await self.repo.turns_in_flight():  # turns cut by a crash
+            for session_id, _ in await self.repo.turns_in_flight():  # turns cut by a crash
                 # Only a turn no other worker is running: a shared store's turns in flight include live ones.
                 if not await self.claim(session_id):
                     continue
                 try:
-                    await self.recover(session_id, user_message_id)
+                    # Read again under the lease: the worker that ran the turn may have finished and counted it
+                    # between the first read and the claim (counted twice, seen by bench/ at 4 workers).
+                    for _, user_message_id in await self.repo.turns_in_flight(session_id):
+                        await self.recover(session_id, user_message_id)
                 except Exception:  # e.g. a full disk: tried again at the session's next turn or start-up
                     log.exception("project %s, session %s: recovering a cut turn failed", self.project_id, session_id)
                 finally:

@@ -32,7 +32,17 @@ def _statements(script: str) -> list[str]:
 
 
 CONNECT_SECONDS = 10.0  # a server that cannot reach its database fails to start, saying so
-POOL_MAX_SIZE = 16  # per worker: 4 workers and their lease and listen connections stay under PostgreSQL's 100
+# Connections of the whole deployment stay under PostgreSQL's default max_connections (100), with room for an
+# administrator: each worker has a pool of at most 16, and its lease and listen connections.
+DEPLOYMENT_CONNECTIONS = 90
+POOL_MAX_SIZE = 16
+POOL_MIN_SIZE = 4
+
+
+def pool_size(workers: int) -> int:
+    """A worker's pool: its share of DEPLOYMENT_CONNECTIONS, from POOL_MIN_SIZE (more workers than that allows need
+    a larger max_connections: README, "PostgreSQL and several workers") to POOL_MAX_SIZE."""
+    return max(POOL_MIN_SIZE, min(POOL_MAX_SIZE, DEPLOYMENT_CONNECTIONS // workers - 2))
 
 
 def _pool(url: str, max_size: int = POOL_MAX_SIZE) -> AsyncConnectionPool:
@@ -85,9 +95,9 @@ class PostgresLeases:
 class PostgresChatStore:
     shared = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, workers: int = 1) -> None:
         self.url = url
-        self.pool = _pool(url)
+        self.pool = _pool(url, pool_size(workers))
         self.link = WorkerLink(url)
 
     async def open(self, handler: Handler) -> None:
