@@ -5,9 +5,12 @@ a hard deadline, each kept as evidence, and each answer observed against the con
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
+import ssl
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +26,9 @@ from .violations import Violation
 if TYPE_CHECKING:
     from .context import Environment
 
-_KEPT_HEADERS = ("www-authenticate", "cache-control", "content-type", "allow")
+# The headers a rule is about, and X-Copilot-Worker: the process of a server of several that answered (the reference
+# server's, with --workers), shown in the evidence of a rule broken across processes.
+_KEPT_HEADERS = ("www-authenticate", "cache-control", "content-type", "allow", "x-copilot-worker")
 
 
 @dataclass
@@ -35,6 +40,7 @@ class StreamResult:
     rule_violations: list[Violation]
     completed: bool  # the server closed the stream (not cut by the suite or a deadline)
     opened: float = 0.0  # seconds from sending the request to the response's headers (the stream's start)
+    started: float = 0.0  # monotonic time the request was begun: `arrivals` and `opened` count from it
 
     @property
     def status(self) -> int | None:
@@ -58,6 +64,28 @@ def _transport_error(exc: Exception, started: float | None = None) -> str:
     if isinstance(exc, TimeoutError):
         return f"{type(exc).__name__}{after} (the suite's deadline)"
     return f"{type(exc).__name__}{after}" + (f": {exc}" if str(exc) else "")
+
+
+@contextlib.asynccontextmanager
+async def _connection(shared: httpx.AsyncClient, fresh: bool) -> AsyncIterator[httpx.AsyncClient]:
+    """The run's client, or with `fresh` a client of its own that opens one new TCP connection for the one request
+    and closes it after: a server of several processes behind one port then gets each such request on whichever
+    process the kernel gives that connection, whatever the run's client keeps alive."""
+    if not fresh:
+        yield shared
+        return
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=0)
+    async with httpx.AsyncClient(
+        timeout=shared.timeout, limits=limits, trust_env=False, verify=_ssl_context()
+    ) as client:
+        yield client
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One for every fresh client: making one per client (httpx's default) costs some 20 ms of CPU, which would
+    spread requests meant to go at once over the run's event loop."""
+    return ssl.create_default_context()
 
 
 class ChatClient:
@@ -147,8 +175,10 @@ class ChatClient:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         absolute: bool = False,
+        fresh: bool = False,
     ) -> Exchange:
-        """One request under the chat prefix (or at `path` itself when `absolute`), read whole."""
+        """One request under the chat prefix (or at `path` itself when `absolute`), read whole; `fresh`: on a new
+        connection of its own (_connection)."""
         url = self.env.base_url + path if absolute else self._url(path, project_id)
         sent = dict(headers or {})
         if user is not None:
@@ -168,8 +198,8 @@ class ChatClient:
         )
         started = time.monotonic()
         try:
-            async with asyncio.timeout(self.env.target.stream_deadline):
-                response = await self.env.client.request(method, url, content=content, params=params, headers=sent)
+            async with asyncio.timeout(self.env.target.stream_deadline), _connection(self.env.client, fresh) as client:
+                response = await client.request(method, url, content=content, params=params, headers=sent)
         except (httpx.TransportError, TimeoutError) as exc:
             exchange.error = _transport_error(exc)
         else:
@@ -190,9 +220,11 @@ class ChatClient:
         project_id: str | None = None,
         stop_when: Callable[[dict[str, Any]], bool] | None = None,
         deadline: float | None = None,
+        fresh: bool = False,
     ) -> StreamResult:
         """POST {prefix}/stream and read it to its end, or until `stop_when(event)` (then the suite disconnects),
-        never longer than its deadline (by default the scenario's own, Environment.deadline_for)."""
+        never longer than its deadline (by default the scenario's own, Environment.deadline_for); `fresh`: on a
+        new connection of its own (_connection)."""
         url = self._url("/stream", project_id)
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         deadline = deadline or self.env.deadline_for(body.get("message") if isinstance(body, dict) else None)
@@ -204,8 +236,8 @@ class ChatClient:
         opened = 0.0
         started = time.monotonic()
         try:
-            async with asyncio.timeout(deadline):
-                async with self.env.client.stream("POST", url, content=raw, headers=headers) as response:
+            async with asyncio.timeout(deadline), _connection(self.env.client, fresh) as client:
+                async with client.stream("POST", url, content=raw, headers=headers) as response:
                     opened = time.monotonic() - started
                     exchange.status = response.status_code
                     exchange.content_type = response.headers.get("content-type")
@@ -222,7 +254,7 @@ class ChatClient:
         text = "".join(chunks)
         if exchange.status != 200 or not chunks:
             self._observe(exchange, "streamChat")
-            return StreamResult(exchange, [], arrivals, [], [], completed, opened)
+            return StreamResult(exchange, [], arrivals, [], [], completed, opened, started)
         parsed = parse_stream(text if completed else text[: text.rfind("\n\n") + 2])
         exchange.events = parsed.events
         self._note_sessions(user, project_id, parsed.events, body)
@@ -233,7 +265,7 @@ class ChatClient:
         objects = [i for i, event in enumerate(parsed.events) if isinstance(event, dict)]
         events = [parsed.events[i] for i in objects]
         times = [arrivals[i] for i in objects if i < len(arrivals)]
-        return StreamResult(exchange, events, times, parsed.violations, rules, completed, opened)
+        return StreamResult(exchange, events, times, parsed.violations, rules, completed, opened, started)
 
 
 async def _read_frames(

@@ -38,7 +38,7 @@ from .findings import (
 from .preflight import preflight
 from .processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
 from .scenarios import write_scripts
-from .target import Target
+from .target import START_PLACEHOLDERS, Target
 from .transient import transient_errors
 
 
@@ -97,6 +97,7 @@ class Prepared:
 
 
 def _fill(value: str, mapping: dict[str, str]) -> str:
+    """The suite's placeholders filled in; a launcher's ({database_url}) stays as written (target.py checks both)."""
     for key, replacement in mapping.items():
         value = value.replace("{" + key + "}", replacement)
     return value
@@ -118,6 +119,7 @@ async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed
                 "fake_llm_url": fake_url,
                 "repo": str(REPO_ROOT),
             }
+            assert tuple(mapping) == START_PLACEHOLDERS  # what parse_target lets through
             base_url = f"http://127.0.0.1:{port}"
             command = [_fill(part, mapping) for part in start["command"]]
             env = {k: _fill(v, mapping) for k, v in (start.get("env") or {}).items()}

@@ -75,11 +75,20 @@ def _spoken(outcome: Outcome) -> str:
 CHANNEL_SECTIONS = frozenset({"OpenAI channel", "UI message stream channel", "AG-UI channel"})
 SHARED_CHANNEL_SECTIONS = frozenset({"Channels", "Across channels"})
 CHANNEL_CAPABILITIES = frozenset({"channel_openai", "channel_ui", "channel_ag_ui"})
+# Derived by Target.capabilities from `declarations.database.engine: postgresql`: the rules of capability `db_access`
+# (DB-*, MIGRATION-*, SECRET-*) are about the per-project SQLite file, which such a target does not have.
+CHAT_DATA_IN_POSTGRESQL = "chat_data_in_postgresql"
+NOT_THE_SQLITE_FILE = (
+    "the target keeps its chat data in PostgreSQL (declarations.database.engine); this rule is about the per-project "
+    "SQLite file"
+)
 
 
 def not_applicable(record: dict[str, Any], capabilities: set[str]) -> str | None:
     """Why a requirement does not apply to a target with `capabilities` (Target.capabilities), or None."""
     capability = record.get("capability")
+    if capability == "db_access" and CHAT_DATA_IN_POSTGRESQL in capabilities:
+        return NOT_THE_SQLITE_FILE
     if capability and capability not in capabilities:
         return f"capability `{capability}` not declared"
     section = record["section"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -12,12 +13,18 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from .errors import TargetError
+from .findings import CHAT_DATA_IN_POSTGRESQL
 
 __all__ = ["BUILTIN_TARGETS", "Baseline", "Target", "TargetError", "load_baseline", "load_target", "parse_target"]
 
 HERE = Path(__file__).resolve().parent
 BUILTIN_TARGETS = HERE / "targets"
 SCHEMA_PATH = HERE / "target.schema.json"
+# What the suite fills in start.command and start.env (engine.prepare), and what it leaves as written for a launcher
+# in the command to fill (tools/with_postgres.py replaces {database_url}); any other {name} is a mistake.
+START_PLACEHOLDERS = ("python", "port", "workdir", "fake_llm_url", "repo")
+LAUNCHER_PLACEHOLDERS = ("database_url",)
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @cache
@@ -85,7 +92,15 @@ class Target:
         derived = {f"channel_{name}" for name in self.channels}
         if self.section("auth", {"mode": "tokens"})["mode"] == "controller":
             derived.add("controller_auth")
+        if self.database_engine == "postgresql":  # the per-project SQLite file's rules are N/A, with that reason
+            derived.add(CHAT_DATA_IN_POSTGRESQL)
         return set(self.declarations["capabilities"]) | derived
+
+    @property
+    def database_engine(self) -> str:
+        """Where the target keeps its chat data (declarations.database.engine): `sqlite`, the contract's file per
+        project (the default), or `postgresql`."""
+        return (self.declarations.get("database") or {}).get("engine", "sqlite")
 
     @property
     def serves_gns3(self) -> bool:
@@ -111,6 +126,21 @@ class Target:
         return self.data.get(name) or default
 
 
+def _placeholder_problems(start: dict[str, Any]) -> list[str]:
+    """Every {name} of start.command and start.env that is neither the suite's nor a launcher's."""
+    places = [(f"start/command/{i}", part) for i, part in enumerate(start["command"])]
+    places += [(f"start/env/{key}", value) for key, value in (start.get("env") or {}).items()]
+    known = START_PLACEHOLDERS + LAUNCHER_PLACEHOLDERS
+    filled, left = (" ".join(f"{{{name}}}" for name in names) for names in (START_PLACEHOLDERS, LAUNCHER_PLACEHOLDERS))
+    return [
+        f"{where}: unknown placeholder {{{name}}} (the suite fills {filled}, and leaves {left} for a launcher in the "
+        "command to fill)"
+        for where, value in places
+        for name in _PLACEHOLDER.findall(value)
+        if name not in known
+    ]
+
+
 def parse_target(data: Any, *, path: Path | None = None) -> Target:
     where = str(path) if path else "target"
     errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
@@ -128,7 +158,16 @@ def parse_target(data: Any, *, path: Path | None = None) -> Target:
         raise TargetError(f"{where}: `projects` is required when the target serves the GNS3 chat API (channels: gns3)")
     if data["auth"]["mode"] == "none" and "gns3" in channels:
         raise TargetError(f"{where}: auth.mode none is for a target without the GNS3 chat API, whose rules need users")
-    if "db_access" in data["declarations"]["capabilities"] and "database" not in data["declarations"]:
+    if "start" in data and (unknown := _placeholder_problems(data["start"])):
+        raise TargetError(f"{where} is not a valid target file:\n" + "\n".join(f"  - {p}" for p in unknown))
+    database = data["declarations"].get("database") or {}
+    if "db_access" in data["declarations"]["capabilities"] and "project_dir" not in database:
+        if database.get("engine") == "postgresql":
+            raise TargetError(
+                f"{where}: capability db_access means the suite reads the per-project SQLite file (declarations."
+                "database.project_dir); a target that keeps its chat data in PostgreSQL (engine: postgresql) cannot "
+                "declare it"
+            )
         raise TargetError(f"{where}: capability db_access needs declarations.database.project_dir")
     baseline = Baseline()
     if "baseline" in data:

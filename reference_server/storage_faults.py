@@ -69,6 +69,8 @@ def install_storage_fault_handlers(app: FastAPI) -> None:
         if isinstance(exc, ProjectUnavailable):
             log.error("%s %s: %s", request.method, request.url.path, exc)
             return ApiError(503, "project_unavailable", str(exc)).response(request.url.path)
+        if isinstance(exc, sqlite3.Error):  # a write of the controller's that failed half-way holds its lock
+            await request.app.state.services.store.abandon_failed_write()
         reason = storage_fault(exc)
         if reason is None:
             raise exc  # not a storage fault: the server's own error, as before

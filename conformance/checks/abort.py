@@ -1,14 +1,18 @@
 """Abort (ABORT-*, capability `abort`): a running turn stops soon and ends with `done`, the statistics still
-hold and the session goes on; aborting an idle session changes nothing; the answer says which it was."""
+hold and the session goes on, also when the abort comes on a connection of its own (which a server of several
+processes may give to another process than the turn's); aborting an idle session changes nothing; the answer says
+which it was."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from typing import Any
 
+from ..client import StreamResult
 from ..context import CheckContext
-from ..errors import NotTestable
+from ..errors import Blocked, NotTestable
 from ..exchanges import Exchange, json_or_none
 from ..preflight import SLOW_TOOL_AT_LEAST
 from . import check
@@ -26,14 +30,16 @@ from .support import (
     setup_turn,
     unless_blocked,
     wait_for,
+    worker,
+    worker_name,
 )
 from .support_stats import settled_stats_problems
 
 ABORT_WITHIN = 5.0  # seconds (ABORT-002)
 
 
-async def _abort(ctx: CheckContext, session_id: str) -> Exchange:
-    return await ctx.client.call("POST", f"/sessions/{session_id}/abort", operation="abortSessionTurn")
+async def _abort(ctx: CheckContext, session_id: str, *, fresh: bool = False) -> Exchange:
+    return await ctx.client.call("POST", f"/sessions/{session_id}/abort", operation="abortSessionTurn", fresh=fresh)
 
 
 def _judge_answer(ctx: CheckContext, exchange: Exchange, requirement: str, aborted: bool, what: str) -> None:
@@ -53,11 +59,21 @@ def _judge_answer(ctx: CheckContext, exchange: Exchange, requirement: str, abort
         )
 
 
-@check("abort.running_turn", slow=True, timed=("ABORT-002",))
-async def running_turn(ctx: CheckContext) -> None:
-    require_capability(ctx, "abort")
-    scenario = scenario_or(ctx, "cs-slow-tool", "cs-slow")
-    session = ctx.session_id()
+@dataclass
+class _Aborted:
+    """An abort that reached a running turn: its answer, the turn's stream read to its end, and what followed."""
+
+    answer: Exchange
+    result: StreamResult
+    aborted_at: float  # monotonic time the abort was sent
+    ended: float  # monotonic time the stream ended (its `done`, else its end)
+    later: list[dict[str, Any]]  # the turn's generations after its first (the fake LLM's log)
+
+
+async def _abort_running_turn(ctx: CheckContext, scenario: str, session: str, run: str, *, fresh: bool) -> _Aborted:
+    """Start a turn of `scenario` under `run`, wait until it runs, abort it and read its stream to its end; with
+    `fresh`, the stream and the abort each on a new connection of its own. Stops the check where the turn never ran
+    (ABORT-002, or blocked) or where the abort did not reach it running (NotTestable)."""
     running = asyncio.Event()
 
     def observe(event: dict[str, Any]) -> bool:
@@ -66,15 +82,13 @@ async def running_turn(ctx: CheckContext) -> None:
         return False  # never disconnect
 
     async def generating() -> None:  # cs-slow: the fake LLM holds the turn's generation in its silence
-        while not await generation_started(ctx, [ctx.run]):
+        while not await generation_started(ctx, [run]):
             await asyncio.sleep(0.05)
         running.set()
 
-    sent_at = time.monotonic()
     stream = asyncio.create_task(
         ctx.client.stream(
-            {"message": ctx.message(scenario), "session_id": session},
-            stop_when=observe,
+            {"message": ctx.message(scenario, run=run), "session_id": session}, stop_when=observe, fresh=fresh
         )
     )
     signals = [asyncio.create_task(running.wait())]
@@ -101,50 +115,52 @@ async def running_turn(ctx: CheckContext) -> None:
         # sent now lands in it, and a tool that did not take its time shows as a generation already begun.
         await asyncio.sleep(SLOW_TOOL_AT_LEAST / 4)
     aborted_at, aborted_at_clock = time.monotonic(), time.time()
-    answer = await _abort(ctx, session)
+    answer = await _abort(ctx, session, fresh=fresh)
     result = await stream
     done_index = result.types.index("done") if "done" in result.types else -1
-    ended = sent_at + result.arrivals[done_index] if result.arrivals else time.monotonic()
+    # From when the stream's request really began: with several turns at once, that may be well after its task was
+    # made (a trial taken for one whose turn had ended before the abort, when it had not, is a trial lost).
+    ended = result.started + result.arrivals[done_index] if result.arrivals else time.monotonic()
     # The scenario is an abort that reaches a running turn: not one sent after the turn had ended, nor (with the
     # slow tool) one sent after the tool had ended and the next generation had begun (the fake LLM's clock).
     if done_index >= 0 and ended < aborted_at:
         raise NotTestable(
             f"the turn had ended before the abort was sent, so no abort reached a running turn: {describe(result)}"
         )
-    later = [r for r in await ctx.llm.main_requests() if r.get("step") != 0]
+    later = [r for r in await ctx.llm.main_requests(run) if r.get("step") != 0]
     if scenario == "cs-slow-tool" and any(r.get("received_at", aborted_at_clock) < aborted_at_clock for r in later):
         raise NotTestable(
             "the slow tool had ended and the next generation had begun before the abort was sent, so the abort "
             "did not land while the tool ran (the target's slow tool did not take its time)"
         )
-    _judge_answer(ctx, answer, "ABORT-002", True, "aborting a running turn")
-    ctx.findings.require(
-        result.status == 200 and result.completed,
-        "ABORT-002",
-        f"after the abort the stream did not end: {describe(result)}",
-        result.exchange,
-    )
+    return _Aborted(answer, result, aborted_at, ended, later)
+
+
+def _judge_stopped(ctx: CheckContext, scenario: str, aborted: _Aborted, what: str = "") -> None:
+    """ABORT-002 and ABORT-001 on a turn whose stream ended after an abort that reached it running."""
+    result = aborted.result
     ctx.findings.expect(
         "ABORT-002",
         "done" in result.types,
-        f"after the abort the stream ended without a `done` event: {describe(result)}",
+        f"after the abort{what} the stream ended without a `done` event: {describe(result)}",
         result.exchange,
     )
     ctx.findings.expect(
         "ABORT-002",
-        ended - aborted_at <= ABORT_WITHIN,
-        f"the stream ended {ended - aborted_at:.2f} s after the abort request; expected `done` within "
-        f"{ABORT_WITHIN:.0f} s",
+        aborted.ended - aborted.aborted_at <= ABORT_WITHIN,
+        f"the stream ended {aborted.ended - aborted.aborted_at:.2f} s after the abort request{what}; expected `done` "
+        f"within {ABORT_WITHIN:.0f} s",
         result.exchange,
+        aborted.answer,
     )
     full = script_text(ctx, scenario)
     if scenario == "cs-slow-tool":
-        ok = not later and full not in result.content
+        ok = not aborted.later and full not in result.content
         message = (
-            f"after an abort during the slow tool, the turn went on: {len(later)} later generation(s) reached the "
-            f"fake LLM, streamed content {result.content!r}"
+            f"after an abort{what} during the slow tool, the turn went on: {len(aborted.later)} later generation(s) "
+            f"reached the fake LLM, streamed content {result.content!r}"
         )
-        ctx.findings.expect("ABORT-001", ok, message, result.exchange)
+        ctx.findings.expect("ABORT-001", ok, message, result.exchange, aborted.answer)
     elif full in result.content:
         # cs-slow has one generation, and the next safe point may be its end: a turn that ran to its end shows
         # nothing the abort changed, so the scenario that could judge ABORT-001 did not happen.
@@ -154,9 +170,26 @@ async def running_turn(ctx: CheckContext) -> None:
             "stopped anything (declare a slow tool, so that the abort lands between two generations)",
         )
     else:
-        ok = not later
-        message = f"after an abort the turn went on: {len(later)} later generation(s) reached the fake LLM"
-        ctx.findings.expect("ABORT-001", ok, message, result.exchange)
+        later = len(aborted.later)
+        message = f"after an abort{what} the turn went on: {later} later generation(s) reached the fake LLM"
+        ctx.findings.expect("ABORT-001", not aborted.later, message, result.exchange, aborted.answer)
+
+
+@check("abort.running_turn", slow=True, timed=("ABORT-002",))
+async def running_turn(ctx: CheckContext) -> None:
+    require_capability(ctx, "abort")
+    scenario = scenario_or(ctx, "cs-slow-tool", "cs-slow")
+    session = ctx.session_id()
+    aborted = await _abort_running_turn(ctx, scenario, session, ctx.run, fresh=False)
+    result = aborted.result
+    _judge_answer(ctx, aborted.answer, "ABORT-002", True, "aborting a running turn")
+    ctx.findings.require(
+        result.status == 200 and result.completed,
+        "ABORT-002",
+        f"after the abort the stream did not end: {describe(result)}",
+        result.exchange,
+    )
+    _judge_stopped(ctx, scenario, aborted)
 
     # ABORT-004: the statistics account for the work done, and the session accepts a new turn.
     first_step = ctx.env.scripts[scenario]["steps"][0]["usage"]
@@ -221,3 +254,71 @@ async def idle_session(ctx: CheckContext) -> None:
         f"after aborting the idle session, its next turn was not served: {describe(following)}",
         stop=False,
     )
+
+
+TRIALS = 8  # running turns, each aborted once by a request on a connection of its own
+AGAIN = 3  # aborts of each session once its turn's stream has ended, each on a connection of its own
+
+
+@check("abort.other_connection", slow=True, timed=("ABORT-002",))
+async def other_connection(ctx: CheckContext) -> None:
+    """Aborts that come on a new connection of their own, as a server of several processes behind one port gets
+    them: the abort may reach a process other than the one running the turn. TRIALS turns of as many sessions run at
+    once, each on a connection of its own, and each is aborted once, while it runs, by a request on a connection of
+    its own: a server whose abort reaches only its own process's turns has next to no chance to pass by luck. One
+    abort per turn while it runs, since a second could stop a turn the first missed and hide it; once each stream
+    has ended, AGAIN aborts of its session, each on a connection of its own, must say `aborted: false`."""
+    require_capability(ctx, "abort")
+    scenario = scenario_or(ctx, "cs-slow-tool", "cs-slow")
+    await setup_turn(ctx, ctx.session_id("first"))  # the project in use before the turns start at once
+    sessions = [ctx.session_id(f"t{n}") for n in range(TRIALS)]
+    outcomes = await asyncio.gather(
+        *(_abort_running_turn(ctx, scenario, s, f"{ctx.run}-t{n}", fresh=True) for n, s in enumerate(sessions)),
+        return_exceptions=True,
+    )
+    for outcome in outcomes:  # blocked by a more basic rule, or the suite's own error
+        if isinstance(outcome, BaseException) and not isinstance(outcome, Blocked | NotTestable):
+            raise outcome
+    failed = [outcome for outcome in outcomes if isinstance(outcome, Blocked)]  # turns that never showed they ran
+    reached = [(s, o) for s, o in zip(sessions, outcomes, strict=True) if isinstance(o, _Aborted)]
+    if not reached:
+        if failed:
+            raise failed[0]
+        missed = dict.fromkeys(str(outcome) for outcome in outcomes if isinstance(outcome, NotTestable))
+        raise NotTestable(f"no abort of {TRIALS} reached a running turn: " + "; ".join(list(missed)[:2]))
+    for blocked in failed:  # their failures, and the trials that happened still count
+        ctx.findings.expect(blocked.requirement, False, blocked.message, *blocked.exchanges)
+    for session, aborted in reached:
+        turn_worker = worker(aborted.result.exchange)
+        what = f" (session {session}, the abort on a connection of its own{worker(aborted.answer)}" + (
+            f", the turn{turn_worker})" if turn_worker else ")"
+        )
+        _judge_answer(ctx, aborted.answer, "ABORT-002", True, f"aborting a running turn{what}")
+        result = aborted.result
+        ended = result.status == 200 and result.completed
+        ctx.findings.expect(
+            "ABORT-002", ended, f"after the abort{what} the stream did not end: {describe(result)}", result.exchange
+        )
+        if ended:
+            _judge_stopped(ctx, scenario, aborted, what)
+
+    missed = [str(outcome) for outcome in outcomes if isinstance(outcome, NotTestable)]
+    pairs = [(worker_name(a.result.exchange), worker_name(a.answer)) for _, a in reached]
+    notes = [f"{len(reached)} of {TRIALS} aborts reached a running turn"]
+    if missed:
+        notes.append(f"the others did not ({missed[0]})")
+    if all(turn and abort for turn, abort in pairs):
+        elsewhere = sum(turn != abort for turn, abort in pairs)
+        notes.append(f"{elsewhere} of them answered by another worker than their turn's (X-Copilot-Worker)")
+    ctx.findings.passed("ABORT-002", message="; ".join(notes))
+
+    async def again(session: str) -> None:
+        for n in range(1, AGAIN + 1):
+            answer = await _abort(ctx, session, fresh=True)
+            what = (
+                f"aborting session {session} after its aborted turn's stream had ended (abort {n} of {AGAIN}, on a "
+                f"connection of its own{worker(answer)})"
+            )
+            _judge_answer(ctx, answer, "ABORT-005", False, what)
+
+    await asyncio.gather(*(again(session) for session, aborted in reached if aborted.result.completed))

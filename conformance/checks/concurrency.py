@@ -1,15 +1,18 @@
 """Concurrency (CONCURRENCY-*): one turn at a time per session (409 session_busy while one runs, whether two
-requests race or one arrives late), every served turn whole in the history, and sessions that run in parallel."""
+requests race or one arrives late, and for requests that each come on a connection of their own, as a server of
+several processes gets them), every served turn whole in the history, and sessions that run in parallel."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..client import StreamResult
 from ..context import CheckContext
+from ..errors import NotTestable
 from . import check
 from .support import (
     completed_turn,
@@ -25,6 +28,8 @@ from .support import (
     timed,
     unless_blocked,
     wait_for,
+    worker,
+    worker_name,
 )
 
 
@@ -294,3 +299,120 @@ async def _race_on_a_new_session(ctx: CheckContext, attempt: int) -> tuple[bool,
     ran = [item for item in accepted if completed_turn(item.result) and await ctx.llm.requests(item.run)]
     await _judge_history_turns(ctx, session, ran)
     return outcome
+
+
+ACROSS_CONNECTIONS = 8  # requests sent at once, each on a connection of its own
+
+
+@check("concurrency.busy_across_connections", slow=True)
+async def busy_across_connections(ctx: CheckContext) -> None:
+    """The busy rule for requests that each come on a new connection of their own, as a server of several processes
+    behind one port gets them: each may reach a process other than the one running the session's turn, and with
+    ACROSS_CONNECTIONS of them at once a lock kept in one process's memory has next to no chance to pass by luck.
+    While a slow turn of an existing session runs, ACROSS_CONNECTIONS stream requests at once must each be 409
+    session_busy; then, the session idle, ACROSS_CONNECTIONS slow turns at once: exactly one runs, every other is 409.
+    The history holds every served turn whole. A request the suite sent only after the turn had ended judges
+    nothing (the suite's delay, not the server's)."""
+    session = ctx.session_id()
+
+    def request(label: str, script: str, text: str) -> _Request:
+        run = f"{ctx.run}-{label}"
+        return _Request(label, script, ctx.message(script, text, run=run), run)
+
+    async def send(item: _Request) -> None:
+        body = {"message": item.message, "session_id": session}
+        item.result, item.answered_at = await timed(ctx.client.stream(body, fresh=True))
+
+    setup = request("setup", "cs-plain", "Before the slow turn")
+    await send(setup)
+    why = f"the first turn was not served: {describe(setup.result)}"
+    await require_served(ctx, served(ctx, setup.result), setup.result, "CONCURRENCY-002", why)
+    running = request("running", "cs-slow", "The slow turn the others find busy")
+    task = asyncio.create_task(send(running))
+    started = await wait_for(lambda: generation_started(ctx, [running.run]), seconds=10, interval=0.05)
+    busy = [request(f"busy-{n}", "cs-plain", f"Busy request {n}") for n in range(ACROSS_CONNECTIONS)]
+    if started:
+        await asyncio.gather(*(send(item) for item in busy))
+    await task
+    why = f"the slow turn was not served: {describe(running.result)}"
+    await require_served(ctx, served(ctx, running.result, "cs-slow"), running.result, "CONCURRENCY-001", why)
+    if not started:
+        raise NotTestable("the slow turn's generation never reached the fake LLM within 10 s: no request was sent")
+    ends = _ended(running)
+    during = [item for item in busy if item.result.started < ends]
+    if not during:
+        raise NotTestable("the slow turn had ended before the suite sent the requests that should have found it busy")
+    wrong = [item for item in during if not _refused_busy(item, ends)]
+    ctx.findings.expect(
+        "CONCURRENCY-001",
+        not wrong,
+        f"{len(wrong)} of {len(during)} stream requests sent at once, each on a connection of its own, while the "
+        f"session's turn ran{worker(running.result.exchange)} were not answered 409 session_busy while it ran: "
+        + "; ".join(_answer(item, ends) for item in wrong[:4]),
+        *(item.result.exchange for item in wrong[:3]),
+    )
+    if not wrong and (spread := _elsewhere(running, during)):
+        ctx.findings.passed("CONCURRENCY-001", message=f"all {len(during)} were 409 session_busy; {spread}")
+
+    sent = [request(f"race-{n}", "cs-slow", f"Racing turn {n}") for n in range(ACROSS_CONNECTIONS)]
+    await asyncio.gather(*(send(item) for item in sent))
+    ran = sorted(
+        [item for item in sent if item.result.status == 200 and await ctx.llm.requests(item.run)],
+        key=lambda item: item.result.started,
+    )
+    if not ran:  # a race is judged only where the server serves turns at all
+        for item in sent:
+            if item.result.status == 200:
+                await unless_blocked(ctx, item.result, item.script)
+    # A request the suite began only once the first turn had ended was no part of the race (the suite's delay).
+    racing = [item for item in sent if not ran or item.result.started < _ended(ran[0])]
+    ran = [item for item in ran if item in racing]
+    ends = max((_ended(item) for item in ran), default=math.inf)
+    wrong = [item for item in racing if item not in ran and not _refused_busy(item, ends)]
+    ctx.findings.expect(
+        "CONCURRENCY-001",
+        len(ran) == 1 and not wrong,
+        f"{ACROSS_CONNECTIONS} slow turns sent at once for the idle session, each on a connection of its own: "
+        f"{len(ran)} ran ({', '.join(item.label + worker(item.result.exchange) for item in ran) or 'none'}), "
+        "expected exactly one and a 409 session_busy, while it ran, for every other"
+        + "".join(f"; {_answer(item, ends)}" for item in wrong[:4]),
+        *(item.result.exchange for item in [*ran, *wrong][:4]),
+    )
+    if len(ran) == 1 and not wrong and (spread := _elsewhere(ran[0], racing)):
+        ctx.findings.passed("CONCURRENCY-001", message=f"one of {len(racing)} racing turns ran; {spread}")
+    # CONCURRENCY-002: every turn that ran, whole in the history, and nothing of a refused request.
+    others = [*busy, *sent]
+    whole = [item for item in others if completed_turn(item.result) and await ctx.llm.requests(item.run)]
+    await _judge_history_turns(ctx, session, [setup, running, *whole])
+
+
+def _ended(item: _Request) -> float:
+    """When the turn's stream ended: its `done` event's arrival, else the end of its answer."""
+    result = item.result
+    if "done" in result.types and len(result.arrivals) == len(result.events):
+        return result.started + result.arrivals[result.types.index("done")]
+    return item.answered_at
+
+
+def _refused_busy(item: _Request, ends: float) -> bool:
+    exchange = item.result.exchange
+    return exchange.status == 409 and error_code(exchange) == "session_busy" and item.answered_at < ends
+
+
+def _elsewhere(running: _Request, others: list[_Request]) -> str:
+    """How many of `others` another process than the running turn's answered, where the answers name theirs."""
+    turn = worker_name(running.result.exchange)
+    named = [worker_name(item.result.exchange) for item in others if item is not running]
+    if turn is None or None in named:
+        return ""
+    return (
+        f"{sum(name != turn for name in named)} of {len(named)} were answered by another worker process than the "
+        f"one running the turn ({turn}; X-Copilot-Worker)"
+    )
+
+
+def _answer(item: _Request, ends: float) -> str:
+    exchange = item.result.exchange
+    late = f", {item.answered_at - ends:.2f} s after the turn had ended" if item.answered_at >= ends else ""
+    events = f" events {item.result.types[-4:]}" if item.result.events else ""
+    return f"{item.label} answered {got(exchange)}{events}{worker(exchange)}{late}"

@@ -1,12 +1,15 @@
 """Statistics (STATS-*), exact to the token against the fake LLM's log of the check's own run, after plain, tool
-and several turns, and once a turn cut short by an error or a disconnect has ended."""
+and several turns, for many sessions whose turns run at once, and once a turn cut short by an error or a disconnect
+has ended."""
 
 from __future__ import annotations
+
+import asyncio
 
 from ..context import CheckContext
 from ..errors import NotTestable
 from . import check
-from .support import history, scenario_or, turn
+from .support import history, require_turn, scenario_or, setup_turn, turn, worker_name
 from .support_stats import settled_stats_problems, stats_problems
 
 
@@ -97,3 +100,49 @@ async def declared_title_counting(ctx: CheckContext) -> None:
         isinstance(ctx.target.declarations.get("title_counts_in_stats"), bool),
         "the target does not declare title_counts_in_stats",
     )
+
+
+CONCURRENT_SESSIONS = 12  # sessions whose turns run at once, each turn on a connection of its own
+
+
+@check("stats.concurrent_sessions")
+async def concurrent_sessions(ctx: CheckContext) -> None:
+    """STATS-001..004 of many sessions whose turns run at the same time, each turn on a new connection of its own
+    (as a server of several processes behind one port gets them, each turn perhaps in another process): two turns
+    per session, the sessions' turns of three kinds (two plain, plain then tool, two tool), so that statistics
+    written to the wrong session, or lost between two writes, show; each session is judged against the fake LLM's
+    log of its own run tag. One turn first, alone, so that the project is in use before the burst: what is judged
+    is the statistics, not a server's setting up of a new project (gns3-server 3.1.0a1 answers some of many first
+    turns at once in a new project with `no such table: chat_sessions`)."""
+    await setup_turn(ctx, ctx.session_id("first"))
+    tool = scenario_or(ctx, "cs-tool", "cs-plain")
+    plans = [("cs-plain", "cs-plain"), ("cs-plain", tool), (tool, tool)]
+
+    async def one(index: int) -> tuple[str, str]:
+        session, run = ctx.session_id(f"c{index}"), f"{ctx.run}-c{index}"
+        for number, script in enumerate(plans[index % len(plans)], start=1):
+            text = f"Turn {number} of session {index}"
+            body = {"message": ctx.message(script, text, run=run), "session_id": session}
+            await require_turn(ctx, await ctx.client.stream(body, fresh=True), "STATS-001")
+        return session, run
+
+    outcomes = await asyncio.gather(*(one(index) for index in range(CONCURRENT_SESSIONS)), return_exceptions=True)
+    for outcome in outcomes:  # every session's turns have ended: the first that could not be made stops the check
+        if isinstance(outcome, BaseException):
+            raise outcome
+    found: dict[str, list[str]] = {}
+    for session, run in outcomes:
+        what = f"session {session} (two turns, while {CONCURRENT_SESSIONS - 1} other sessions ran theirs)"
+        for requirement, problem in (await stats_problems(ctx, session, what=what, run=run)).items():
+            if problem:
+                found.setdefault(requirement, []).append(problem)
+    named = {worker_name(e) for e in ctx.client.exchanges if e.method == "POST"}
+    spread = f"; the turns were served by {len(named)} worker processes (X-Copilot-Worker)" if None not in named else ""
+    for requirement in ("STATS-001", "STATS-002", "STATS-003", "STATS-004"):
+        problems = found.get(requirement, [])
+        if not problems:
+            ctx.findings.passed(requirement, message=f"all {CONCURRENT_SESSIONS} sessions exact{spread}")
+            continue
+        more = f" (and {len(problems) - 3} more sessions)" if len(problems) > 3 else ""
+        message = f"{len(problems)} of {CONCURRENT_SESSIONS} sessions: " + "; ".join(problems[:3]) + more
+        ctx.findings.expect(requirement, False, message)

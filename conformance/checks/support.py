@@ -74,6 +74,17 @@ def describe(result: StreamResult) -> str:
     return f"{got(result.exchange)} events {result.types[-5:]}"
 
 
+def worker_name(exchange: Exchange) -> str | None:
+    """The process of a server of several that made the answer, when it names it (X-Copilot-Worker)."""
+    return exchange.headers.get("x-copilot-worker")
+
+
+def worker(exchange: Exchange) -> str:
+    """` (worker W)` when the answer names the process that made it (worker_name)."""
+    name = worker_name(exchange)
+    return f" (worker {name})" if name else ""
+
+
 def error_code(exchange: Exchange) -> Any:
     body = json_or_none(exchange.body)
     return body.get("code") if isinstance(body, dict) else None

@@ -20,15 +20,17 @@ async def stats_problems(
     what: str,
     allowed_tokens: list[tuple[int, int]] | None = None,
     requirement: str = "STATS-001",
+    run: str | None = None,
 ) -> dict[str, str | None]:
-    """STATS-001..004 for one session against the fake LLM's log of the check's run: the problem found per
-    requirement (None when it holds). `allowed_tokens`: the (input, output) totals accepted (default: the sum of
-    every counted generation's usage). A session that is not listed stops the check, failing `requirement`."""
+    """STATS-001..004 for one session against the fake LLM's log of the check's run (or of `run`, the session's own
+    when a check runs several sessions): the problem found per requirement (None when it holds). `allowed_tokens`:
+    the (input, output) totals accepted (default: the sum of every counted generation's usage). A session that is
+    not listed stops the check, failing `requirement`."""
     session = await find_session(ctx, session_id, "LIST-001")
     ctx.findings.require(session is not None, requirement, f"session {session_id} is not listed after the turn")
     messages = (await history(ctx, session_id, "HISTORY-001"))["messages"]
     counted = [m for m in messages if m.get("role") in ("user", "assistant", "tool")]
-    calls, inputs, outputs = await ctx.llm.expected_usage()
+    calls, inputs, outputs = await ctx.llm.expected_usage(run)
     stats = {name: session.get(name) for name in STATS_FIELDS}
     tokens = (stats["input_tokens"], stats["output_tokens"])
     allowed = allowed_tokens or [(inputs, outputs)]

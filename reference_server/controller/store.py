@@ -94,6 +94,9 @@ class Conflict(Exception):
     pass
 
 
+BUSY_TIMEOUT_MS = 10_000
+
+
 class ControllerStore:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -103,10 +106,14 @@ class ControllerStore:
         from reference_server.private_files import private_dir, private_file
 
         private_dir(self.path.parent)
-        private_file(self.path)  # password hashes and sealed keys: 0600, and so its -journal file
+        private_file(self.path)  # password hashes and sealed keys: 0600, and so its -wal and -shm files
         self._db = await aiosqlite.connect(self.path)
         try:
             self._db.row_factory = aiosqlite.Row
+            # Several workers share this file (--workers): in WAL mode their reads never block a write, and a
+            # write waits for another's rather than failing at once with "database is locked".
+            await self._db.execute("PRAGMA journal_mode = WAL")
+            await self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             await self._db.execute("PRAGMA foreign_keys = ON")
             await self._db.executescript(SCHEMA)  # a corrupt file, or not SQLite, fails here
             await self._upgrade()
@@ -127,6 +134,12 @@ class ControllerStore:
             for column, declaration in columns.items():
                 if column not in present:
                     await self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+    async def abandon_failed_write(self) -> None:
+        """After a request failed inside a write: roll back the transaction it left open on the shared connection,
+        which would otherwise hold the database's write lock and refuse every other worker's writes."""
+        if self._db is not None and self._db.in_transaction:
+            await self._db.rollback()
 
     async def close(self) -> None:
         if self._db is not None:

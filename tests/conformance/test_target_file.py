@@ -286,3 +286,85 @@ def test_a_wrong_channel_declaration_is_named(channels, expected):
     data = channel_only()
     data["channels"] = channels
     assert expected in problem(data)
+
+
+def test_a_postgresql_target_makes_the_sqlite_file_rules_not_applicable_with_the_reason():
+    """declarations.database.engine postgresql: DB-*, MIGRATION-* and SECRET-* (capability db_access, about the
+    per-project SQLite file) are N/A with that reason, not FAIL and not the generic "capability not declared"."""
+    import gns3_copilot_spec as spec
+    from conformance.findings import NOT_THE_SQLITE_FILE, Verdict, judge, not_applicable
+
+    data = minimal()
+    data["declarations"]["database"] = {"engine": "postgresql"}
+    target = parse_target(data)
+    assert target.database_engine == "postgresql"
+    records = spec.load_requirements()["requirements"]
+    sqlite_rules = {r["id"] for r in records if r.get("capability") == "db_access"}
+    assert {"DB-001", "DB-007", "MIGRATION-001", "SECRET-001", "SECRET-002"} <= sqlite_rules
+    for record in records:
+        reason = not_applicable(record, target.capabilities)
+        if record["id"] in sqlite_rules:
+            assert reason == NOT_THE_SQLITE_FILE
+            verdict = judge(record, [], capabilities=target.capabilities, known_failures={}, accepted_not_testable={})
+            assert (verdict.verdict, verdict.note) == (Verdict.NOT_APPLICABLE, NOT_THE_SQLITE_FILE)
+        else:
+            assert reason != NOT_THE_SQLITE_FILE
+    assert "PostgreSQL (declarations.database.engine)" in NOT_THE_SQLITE_FILE
+    # An SQLite target keeps its reasons as they were.
+    assert parse_target(minimal()).database_engine == "sqlite"
+    assert not_applicable(spec.load_requirements()["requirements"][0], parse_target(minimal()).capabilities) is None
+    assert load_target("reference-postgres").database_engine == "postgresql"
+
+
+def test_db_access_cannot_go_with_postgresql():
+    data = minimal()
+    data["declarations"]["capabilities"] = ["db_access"]
+    data["declarations"]["database"] = {"engine": "postgresql"}
+    message = problem(data)
+    assert "capability db_access means the suite reads the per-project SQLite file" in message
+    assert "PostgreSQL (engine: postgresql) cannot declare it" in message
+
+
+@pytest.mark.parametrize(
+    "database",
+    [{"engine": "postgresql", "project_dir": "/srv/{project_id}"}, {"engine": "mysql"}, {"engine": "sqlite"}],
+    ids=["postgresql-with-a-project-dir", "an-unknown-engine", "sqlite-without-a-project-dir"],
+)
+def test_a_database_declaration_of_neither_form(database):
+    data = minimal()
+    data["declarations"]["database"] = database
+    assert "declarations/database" in problem(data)
+
+
+def test_an_sqlite_database_may_name_its_engine():
+    data = minimal()
+    data["declarations"]["database"] = {"engine": "sqlite", "project_dir": "/srv/projects/{project_id}"}
+    data["declarations"]["capabilities"] = ["db_access"]
+    assert parse_target(data).database_engine == "sqlite"
+
+
+def test_the_launcher_placeholder_is_left_as_written_and_an_unknown_one_is_refused():
+    from conformance.engine import _fill
+
+    data = minimal()
+    del data["base_url"]
+    data["start"] = {
+        "command": ["{python}", "{repo}/tools/with_postgres.py", "--", "srv", "--db", "{database_url}"],
+        "env": {"HOME": "{workdir}"},
+    }
+    parse_target(data)
+    mapping = {"python": "py", "port": "1", "workdir": "/w", "fake_llm_url": "u", "repo": "/r"}
+    assert [_fill(part, mapping) for part in data["start"]["command"]] == [
+        "py",
+        "/r/tools/with_postgres.py",
+        "--",
+        "srv",
+        "--db",
+        "{database_url}",
+    ]
+    data["start"]["command"].append("{databse_url}")
+    data["start"]["env"]["DATA"] = "{workdri}/data"
+    message = problem(data)
+    assert "start/command/6: unknown placeholder {databse_url}" in message
+    assert "start/env/DATA: unknown placeholder {workdri}" in message
+    assert "leaves {database_url} for a launcher in the command to fill" in message

@@ -29,8 +29,8 @@ def _answer_200_with(path: str, body: bytes) -> Callable[[], None]:
 
         original = cli.create_app
 
-        def create_app(settings):
-            app = original(settings)
+        def create_app(settings, *args, **kwargs):
+            app = original(settings, *args, **kwargs)
 
             async def broken(scope, receive, send):
                 if scope["type"] != "http" or scope["method"] != "GET" or not re.search(path, scope["path"]):

@@ -18,8 +18,8 @@ def rewrite_answers(method: str, path: str, change: Change) -> None:
 
     original = cli.create_app
 
-    def create_app(settings):
-        app = original(settings)
+    def create_app(settings, *args, **kwargs):
+        app = original(settings, *args, **kwargs)
 
         async def rewriting(scope, receive, send):
             if scope["type"] != "http" or scope["method"] != method or not re.search(path, scope["path"]):
@@ -64,8 +64,8 @@ def edit_request_body(path: str, change: Callable[[dict[str, Any]], dict[str, An
 
     original = cli.create_app
 
-    def create_app(settings):
-        app = original(settings)
+    def create_app(settings, *args, **kwargs):
+        app = original(settings, *args, **kwargs)
 
         async def editing(scope, receive, send):
             if scope["type"] != "http" or scope["method"] != "POST" or not re.search(path, scope["path"]):
@@ -106,8 +106,8 @@ def on_stream_requests(handle: StreamHandler) -> None:
 
     original = cli.create_app
 
-    def create_app(settings):
-        app = original(settings)
+    def create_app(settings, *args, **kwargs):
+        app = original(settings, *args, **kwargs)
 
         async def reading(scope, receive, send):
             if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/stream"):
@@ -126,5 +126,25 @@ def on_stream_requests(handle: StreamHandler) -> None:
             await handle(app, scope, body, receive_again, send)
 
         return reading
+
+    cli.create_app = create_app
+
+
+def on_each_request(note: Callable[[dict[str, Any]], None]) -> None:
+    """Call `note(scope)` at the start of every HTTP request, in the request's context: a ContextVar it sets is seen
+    by everything that serves the request (the turn's tasks copy the context)."""
+    import reference_server.cli as cli
+
+    original = cli.create_app
+
+    def create_app(settings, *args, **kwargs):
+        app = original(settings, *args, **kwargs)
+
+        async def noting(scope, receive, send):
+            if scope["type"] == "http":
+                note(scope)
+            await app(scope, receive, send)
+
+        return noting
 
     cli.create_app = create_app

@@ -243,7 +243,7 @@ def _title_not_cleaned() -> None:
 
 @mutant("history-ids-change", "history message ids are new on every call", {"HISTORY-003"})
 def _history_ids_change() -> None:
-    import reference_server.agent.stores.sqlite as service
+    import reference_server.agent.service as service
 
     original = service.history_to_openai
 
@@ -456,6 +456,155 @@ def _create_once() -> None:
             return await self.get(thread_id) or await create(self, thread_id, user_id, metadata)
 
     ChatSessionsRepository.create = create_once
+
+
+# --- several worker processes, pretended in one ------------------------------------------------------------
+# A server of several processes behind one port gets each connection in whichever process the kernel gives it. These
+# mutants pretend to be PRETENDED_WORKERS such processes: each request's is drawn from its connection's client port
+# (the suite opens a new connection per request), and what a real server would keep in one process's memory is kept
+# per pretended worker. Each fails the check that sends many requests on connections of their own at once.
+
+PRETENDED_WORKERS = 4
+
+
+def _pretended_worker():
+    """The ContextVar of the pretended worker serving the current request (None outside a request)."""
+    import contextvars
+    import zlib
+
+    from .asgi_rewrite import on_each_request
+
+    current: contextvars.ContextVar[int | None] = contextvars.ContextVar("pretended_worker", default=None)
+
+    def note(scope) -> None:
+        client = scope.get("client")
+        if client:
+            current.set(zlib.crc32(str(client[1]).encode()) % PRETENDED_WORKERS)
+
+    on_each_request(note)
+    return current
+
+
+@mutant(
+    "busy-lock-per-worker",
+    "the busy lock is kept in each of 4 pretended workers' memory (PRETENDED_WORKERS): a request that reaches "
+    "another worker than the running turn's starts a second turn of the session (a new session's first turns still "
+    "refuse one another, as its row is created once)",
+    {"CONCURRENCY-001"},
+    {"CONCURRENCY-002"},  # turns of one session run at once, and the history keeps one of them
+)
+def _busy_lock_per_worker() -> None:
+    import contextvars
+
+    from reference_server.agent.service import AgentService
+
+    worker = _pretended_worker()
+    anyone = object()  # is_busy asked outside a claim: any worker's turn counts
+    # In a claim: the worker asking (None: a new session, which every worker sees) and whether it took the mark.
+    asking: contextvars.ContextVar = contextvars.ContextVar("asking", default=(anyone, []))
+    claimed: contextvars.ContextVar = contextvars.ContextVar("claimed", default=None)
+    holders: dict[tuple[int, str], list] = {}  # (service, session) -> the workers whose turn holds the session
+    claim, start_turn, finish_turn, release = (
+        AgentService.claim,
+        AgentService.start_turn,
+        AgentService._finish_turn,
+        AgentService.release,
+    )
+
+    def held(self, session_id) -> list:
+        return holders.setdefault((id(self), session_id), [])
+
+    def is_busy(self, session_id):
+        who, taken = asking.get()
+        marks = held(self, session_id)
+        busy = bool(marks) and (who is anyone or who is None or None in marks or who in marks)
+        if not busy and who is not anyone:  # the claim takes its mark in this same step, as the original does
+            marks.append(who)
+            taken.append(who)
+        return busy
+
+    async def claim_(self, session_id):
+        who = worker.get() if await self.repo.get(session_id) is not None else None
+        taken: list = []
+        token = asking.set((who, taken))
+        try:
+            ok = await claim(self, session_id)
+        finally:
+            asking.reset(token)
+        if taken and not ok:
+            held(self, session_id).remove(who)
+        if ok:
+            claimed.set(who)
+        return ok
+
+    async def start_turn_(self, session, message):
+        turn = await start_turn(self, session, message)
+        turn.pretended_worker = claimed.get()
+        return turn
+
+    async def finish_turn_(self, turn):
+        try:
+            await finish_turn(self, turn)
+        finally:
+            marks = held(self, turn.session_id)
+            if turn.pretended_worker in marks:
+                marks.remove(turn.pretended_worker)
+
+    async def release_(self, session_id):
+        marks = held(self, session_id)
+        if claimed.get() in marks and self.running.get(session_id, ()) is None:
+            marks.remove(claimed.get())
+        await release(self, session_id)
+
+    AgentService.is_busy, AgentService.claim, AgentService.start_turn = is_busy, claim_, start_turn_
+    AgentService._finish_turn, AgentService.release = finish_turn_, release_
+
+
+@mutant(
+    "abort-reaches-own-worker",
+    "an abort stops only a turn that its own pretended worker (of 4, PRETENDED_WORKERS) runs: sent on another "
+    "connection it often reaches another, which answers `aborted: false` and lets the turn run on",
+    {"ABORT-001", "ABORT-005"},
+)
+def _abort_reaches_own_worker() -> None:
+    from reference_server.agent.service import AgentService
+
+    worker = _pretended_worker()
+    start_turn, abort = AgentService.start_turn, AgentService.abort
+
+    async def start_turn_(self, session, message):
+        turn = await start_turn(self, session, message)
+        turn.pretended_worker = worker.get()
+        return turn
+
+    async def abort_(self, session_id):
+        turn = self.running.get(session_id)
+        if turn is not None and turn.pretended_worker != worker.get():
+            return False  # another worker's turn, which this one never hears of
+        return await abort(self, session_id)
+
+    AgentService.start_turn, AgentService.abort = start_turn_, abort_
+
+
+@mutant(
+    "turn-totals-in-one-slot",
+    "a turn's statistics wait for the database in one slot per project, which the next turn to end overwrites: "
+    "sessions whose turns end together are written one another's counts (total_tokens still their sum)",
+    {"STATS-001", "STATS-002", "STATS-003"},
+)
+def _turn_totals_in_one_slot() -> None:
+    import asyncio
+
+    from reference_server.agent.sessions_repo import ChatSessionsRepository
+
+    record_turn = ChatSessionsRepository.record_turn
+
+    async def record_turn_(self, thread_id, totals):
+        self.waiting_totals = totals
+        await asyncio.sleep(0.3)  # a connection of the pool becomes free
+        return await record_turn(self, thread_id, self.waiting_totals)
+
+    ChatSessionsRepository.record_turn = record_turn_
 
 
 # --- the database ----------------------------------------------------------------------------------------

@@ -37,6 +37,8 @@ SCENARIO_MISSING: dict[str, Missing] = {
     # The abort must reach a running turn: the slow tool returns at once, or the turn arrives whole.
     "abort.running_turn": Missing(SLOW_TOOL_QUICK, reason_has="the turn had ended before the abort was sent"),
     "abort.idle_session": _blocked(),
+    # As abort.running_turn, for each of its turns (each turn over before its abort, or its tool before it).
+    "abort.other_connection": Missing(SLOW_TOOL_QUICK, reason_has="reached a running turn"),
     # Each needs a session of the project's owner first (a served turn), whose refusal to others it then judges.
     "access.chat_endpoints": _blocked(),
     "access.grant": _blocked(),
@@ -45,6 +47,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     # The race needs a turn running in its silence; no turn runs with the model down.
     "concurrency.busy": _blocked(),
     "concurrency.busy_new_session": _blocked(),
+    "concurrency.busy_across_connections": _blocked(),
     "concurrency.parallel_sessions": _blocked(),
     "content.matches_history": _blocked(),
     "database.contract": _blocked(),
@@ -93,6 +96,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     # With the tools failing, no tool turn is counted.
     "stats.tool_turn": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
     "stats.multi_turn": _blocked(),
+    "stats.concurrent_sessions": _blocked(),
     "stats.error_turn": _blocked(),
     # The disconnect must cut a running turn: a turn sent whole leaves nothing to cut.
     "stats.disconnect": Missing(ONE_PIECE, reason_has="no disconnect cut it"),

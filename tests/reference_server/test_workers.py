@@ -8,6 +8,7 @@ worker they need: the requests provably reach different processes.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import time
@@ -248,3 +249,24 @@ def _serve_four_workers(script: str, port: int, pg_dir: Path) -> None:
         launcher.send_signal(signal.SIGTERM)
         assert launcher.wait(30) == 0
     assert not (pg_dir / "postmaster.pid").exists()  # its PostgreSQL stopped with it
+
+
+def test_the_suite_passes_against_four_workers_on_postgresql(tmp_path: Path):
+    """The README's command: the target file starts its own PostgreSQL and the server with 4 workers."""
+    import subprocess
+
+    from tests.readme import readme_command
+
+    command = readme_command(".venv/bin/copilot-conformance run --target conformance/targets/reference-postgres.yaml")
+    result = subprocess.run(
+        [*command, "--report-dir", str(tmp_path / "reports")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "RESULT: PASSED" in result.stdout
+    summary = json.loads((tmp_path / "reports" / "conformance.json").read_text())
+    verdicts = {v["id"]: v["verdict"] for v in summary["requirements"]}
+    assert verdicts["DB-001"] == "N/A" and verdicts["CONCURRENCY-001"] == "PASS" and verdicts["ABORT-002"] == "PASS"
