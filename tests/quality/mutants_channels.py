@@ -584,6 +584,10 @@ class _NoLockService:
     def is_busy(self, session_id):
         return False
 
+    async def claim(self, session_id):
+        self._service.running[session_id] = None  # reserved over the running turn, never refused
+        return True
+
 
 @mutant(
     "channel-no-busy-lock",
