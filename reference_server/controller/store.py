@@ -94,7 +94,7 @@ class Conflict(Exception):
     pass
 
 
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = 30_000
 
 
 class ControllerStore:
@@ -107,7 +107,10 @@ class ControllerStore:
 
         private_dir(self.path.parent)
         private_file(self.path)  # password hashes and sealed keys: 0600, and so its -wal and -shm files
-        self._db = await aiosqlite.connect(self.path)
+        # Autocommit: every write is one statement, committed as it runs, so that no transaction stays open across
+        # an await while other coroutines use this connection (under load one held the write lock for seconds,
+        # and the other workers' writes failed with "database is locked").
+        self._db = await aiosqlite.connect(self.path, isolation_level=None)
         try:
             self._db.row_factory = aiosqlite.Row
             # Several workers share this file (--workers): in WAL mode their reads never block a write, and a
