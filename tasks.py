@@ -2,7 +2,8 @@
 """The project's task runner: the two commands of the README, and the maintenance tasks behind them.
 
     python3 tasks.py conformance   main job: the conformance suite against the built-in reference server
-    python3 tasks.py test          the project's tests (what .ci/run runs)
+    python3 tasks.py test          the project's tests (what .ci/run runs; --quick: the fast subset for iteration;
+                                   --under-load: beside two CPU-bound processes; other arguments: one pytest)
     python3 tasks.py generate      regenerate generated/ from spec/
     python3 tasks.py sdk           regenerate generated/ and the TypeScript and Python SDKs (sdk/) from spec/
     python3 tasks.py gns3          the suite against the real gns3-server (3.1.0a7; --version V, --matrix: README)
@@ -24,8 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import venv
 from pathlib import Path
 
@@ -127,38 +126,20 @@ def ensure_playground() -> None:
     _run(PYTHON, "tools/build_playground.py")
 
 
-# The test command's groups, each one pytest process, all at the same time: most of the time of the slow groups is
-# spent waiting on the servers and scripted silences of conformance runs, not computing. Together they are every
-# test under tests/ (test_tasks.py holds that true); `python3 tasks.py test ARGS` runs one pytest with ARGS instead.
-POSTGRES_TESTS = (
-    "tests/reference_server/test_workers.py",
-    "tests/reference_server/test_postgres_store.py",
-    "tests/reference_server/test_with_postgres.py",
-)
-TEST_GROUPS: dict[str, list[str]] = {
-    "mutants": ["tests/quality/test_mutants.py"],
-    "quality+gns3": [
-        "tests/quality",
-        "tests/gns3",
-        "--ignore",
-        "tests/quality/test_mutants.py",
-        "--ignore",
-        "tests/quality/test_channel_mutants.py",
-    ],
-    # The channel mutants, the peers (installed, served, judged, benched), the SDKs, the playground in a browser, the
-    # hostile inputs and the PostgreSQL deployment (several workers, the suite against it): apart, so that the others
-    # keep their time (`rest` is the longest group still).
-    "channels+peers+sdk+postgres": [
-        *("tests/quality/test_channel_mutants.py", "tests/peers", "tests/sdk", "tests/playground", "tests/hostile"),
-        *POSTGRES_TESTS,
-    ],
-    "rest": [
-        "tests",
-        *("--ignore", "tests/quality", "--ignore", "tests/gns3", "--ignore", "tests/peers"),
-        *("--ignore", "tests/sdk", "--ignore", "tests/playground", "--ignore", "tests/hostile"),
-        *(arg for test in POSTGRES_TESTS for arg in ("--ignore", test)),
-    ],
-}
+# The test command: one pytest over every test under tests/, its tests shared out to worker processes by
+# pytest-xdist. `--dist loadgroup`: a module's tests stay on one worker, so its servers are started once
+# (tests/conftest.py groups them; a module whose tests each make their own run spreads them), and the groups are
+# taken by whichever worker is free, longest first. Most of a test's time is spent waiting on servers and scripted
+# silences, so there are more workers than cores.
+TEST_WORKERS = 6
+FULL_TEST = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--durations=25", "--junitxml", ".cache/tests.xml")
+# `--quick`: every package's unit and contract tests, for iteration (no mutant batches, no GNS3, peer, SDK or browser
+# runs; the modules that have them are marked `slow`); the full command still runs everything.
+QUICK_TEST = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "-m", "not slow", "--durations=10")
+# `--under-load`: the whole command beside this many CPU-bound processes of its own, stopped at its end: the
+# tests must pass on a machine busy with other work (tests/README.md).
+LOAD_PROCESSES = 2
+CPU_BOUND = "while True: pass"
 
 
 def _pytest_status(code: int) -> int:
@@ -168,39 +149,24 @@ def _pytest_status(code: int) -> int:
     return code
 
 
-def _run_groups(python: Path, groups: dict[str, list[str]]) -> int:
-    """Every group in its own pytest process at once; each line of output prefixed with its group's name."""
-    print("+ " + "  |  ".join(f"pytest {' '.join(args)}" for args in groups.values()), flush=True)
-    started = time.monotonic()
-    running = {
-        name: subprocess.Popen(
-            [str(python), "-m", "pytest", "-p", "no:cacheprovider", *args],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-        )
-        for name, args in groups.items()
-    }
-    width = max(map(len, groups))
-    took: dict[str, float] = {}
+def _pytest(python: Path, args: list[str] | tuple[str, ...]) -> int:
+    """One pytest (its own closing line totals every worker's tests); "no tests ran" fails."""
+    return _pytest_status(_run(python, "-m", "pytest", "-p", "no:cacheprovider", *args, check=False))
 
-    def relay(name: str, process: subprocess.Popen) -> None:
-        for line in process.stdout:
-            print(f"[{name:<{width}}] {line}", end="", flush=True)
-        took[name] = time.monotonic() - started  # its output ends when it does
 
-    threads = [threading.Thread(target=relay, args=item) for item in running.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    codes = {name: process.wait() for name, process in running.items()}
-    for name, code in codes.items():
-        print(f"test group {name}: pytest exit {code} after {took[name]:.0f} s", flush=True)
-    print(f"all groups done in {time.monotonic() - started:.0f} s", flush=True)
-    return max(_pytest_status(code) for code in codes.values())
+class _Load:
+    """LOAD_PROCESSES CPU-bound processes beside the test command, stopped by pid when it ends."""
+
+    def __enter__(self) -> _Load:
+        self.processes = [subprocess.Popen([sys.executable, "-c", CPU_BOUND]) for _ in range(LOAD_PROCESSES)]
+        pids = ", ".join(str(p.pid) for p in self.processes)
+        print(f"under load: {LOAD_PROCESSES} CPU-bound processes (pids {pids}) on {os.cpu_count()} cores", flush=True)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for process in self.processes:  # silently: pytest's own total stays the command's last line
+            process.kill()
+            process.wait()
 
 
 def cmd_test(extra: list[str]) -> int:
@@ -209,9 +175,16 @@ def cmd_test(extra: list[str]) -> int:
     ensure_python_sdk(python)
     ensure_playground()
     ensure_chromium()
-    if extra:  # a chosen subset, for iteration: one pytest as asked
-        return _pytest_status(_run(python, "-m", "pytest", *extra, check=False))
-    return _run_groups(python, TEST_GROUPS)
+    quick, under_load = "--quick" in extra, "--under-load" in extra
+    rest = [a for a in extra if a not in ("--quick", "--under-load")]
+    if rest and not (quick or under_load):  # a chosen subset, for iteration: one pytest as asked
+        return _pytest(python, rest)
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    args = [*(QUICK_TEST if quick else FULL_TEST), *rest, "tests"]
+    if not under_load:
+        return _pytest(python, args)
+    with _Load():
+        return _pytest(python, args)
 
 
 def cmd_conformance(extra: list[str]) -> int:

@@ -17,6 +17,7 @@ from .cleanup import Ledger
 from .client import ChatClient
 from .errors import NotTestable
 from .llm_log import FakeLLMLog
+from .machine_load import stretched
 from .recorder import FindingsRecorder
 from .scenarios import calls_tool, script_named_in, scripted_seconds
 
@@ -55,13 +56,14 @@ class Environment:
     def deadline_for(self, message: object) -> float:
         """How long a turn may take before the suite gives up on it: the target's stream_deadline_seconds (what a
         quick turn may take), plus every wait its scenario makes on purpose (the fake LLM's scripted silences and
-        the slow tool's run), so that the suite's deadline is never shorter than its own scenario."""
+        the slow tool's run), so that the suite's deadline is never shorter than its own scenario; stretched on a
+        busy machine (conformance.machine_load), since the deadline is the suite's, not the contract's."""
         script = self.scripts.get(script_named_in(message) or "")
         if script is None:
-            return self.target.stream_deadline
+            return stretched(self.target.stream_deadline)
         slow = self.target.tools.get("slow")
         tool_time = self.slow_tool_seconds * calls_tool(script, slow["name"]) if slow else 0.0
-        return self.target.stream_deadline + scripted_seconds(script) + tool_time
+        return stretched(self.target.stream_deadline + scripted_seconds(script) + tool_time)
 
     def prefix(self, project_id: str | None = None) -> str:
         return self.target.data["chat_prefix"].format(project_id=project_id or self.project_id)

@@ -16,6 +16,8 @@ import time
 import venv
 from pathlib import Path
 
+from conformance.install_lock import installing
+
 from . import PEERS, REPO, Peer, get_peer
 
 STAMP = ".installed-from"
@@ -40,8 +42,13 @@ def installed(peer: Peer) -> Path | None:
 
 
 def ensure(peer: Peer | str) -> Path:
-    """The peer's environment, (re)installed from its pin list when needed; its python."""
+    """The peer's environment, (re)installed from its pin list when needed (by one process at a time); its python."""
     peer = get_peer(peer) if isinstance(peer, str) else peer
+    with installing(peer.venv):
+        return _ensure(peer)
+
+
+def _ensure(peer: Peer) -> Path:
     if not peer.requirements_file.exists():
         raise InstallError(
             f"{peer.requirements_file.relative_to(REPO)} is missing: run `python -m peers.pins {peer.name}`"

@@ -1,5 +1,6 @@
 """Shared test set-up: tests run from the repository root, offline, against spec/ as it is on disk."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,3 +13,39 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+# Each test's measured seconds (tools/test_durations.py --write, from a run of the test command): the groups are
+# handed to the workers longest first, so that no long group starts last. A test not listed yet counts as 0 s; a
+# stale file only orders the work less well.
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+
+
+def duration_key(nodeid: str) -> str:
+    """A test's key in durations.json: the JUnit XML's `classname::name` (`tests.quality.test_mutants::test_x[a]`)."""
+    path, *rest = nodeid.split("@")[0].split("::")
+    return ".".join([path.removesuffix(".py").replace("/", "."), *rest[:-1]]) + "::" + rest[-1]
+
+
+def _group(item: pytest.Item) -> str:
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0]) if marker is not None else item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The test command's workers (pytest-xdist, `--dist loadgroup`) keep a module's tests together by default, so
+    that a module's servers and fixtures are made once, by one worker. A module whose tests each make their own run
+    says `XDIST_SPREAD = True`, and its tests go to any worker; a test marked `xdist_group(...)` keeps its group.
+    Then the groups are ordered longest first (DURATIONS); every worker collects the same order."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if getattr(getattr(item, "module", None), "XDIST_SPREAD", False):
+            continue
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    totals: dict[str, float] = {}
+    for item in items:
+        totals[_group(item)] = totals.get(_group(item), 0.0) + seconds.get(duration_key(item.nodeid), 0.0)
+    items.sort(key=lambda item: -totals[_group(item)])  # stable: a group keeps its own order

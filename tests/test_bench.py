@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # runs the benchmarks: left out of `python3 tasks.py test --quick`
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -22,6 +22,8 @@ from packaging.requirements import Requirement
 import gns3_copilot_spec as spec
 from tests.readme import readme_line
 
+pytestmark = pytest.mark.slow  # builds and installs the wheel: left out of `python3 tasks.py test --quick`
+
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # Repository folder -> the name it is installed and imported under (pyproject.toml, [tool.setuptools]).

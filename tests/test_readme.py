@@ -10,6 +10,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.readme import SECTIONS_RUN_WHOLE, commands, examples, readme_command
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -79,6 +81,7 @@ def test_every_named_readme_example_is_run_by_a_test():
     assert sorted(claimed - set(examples())) == [], "tests run README examples the README no longer shows"
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_the_readme_main_job_command_runs_the_suite_and_passes():
     """`python3 tasks.py conformance`, as the README shows it, from the repository root (its reports go to
     reports/, as the README says)."""

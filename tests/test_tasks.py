@@ -1,5 +1,6 @@
-"""The task runner: pytest's "no tests ran" never passes silently, in no group of the test command; the groups
-together run every test exactly once; unknown commands are refused."""
+"""The task runner: pytest's "no tests ran" never passes silently; the test command is one pytest over every test
+with workers, its quick loop leaves out only the slow modules, its load is stopped at its end; unknown commands
+are refused."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import tasks
+from tests.readme import readme_command
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,18 +31,31 @@ def test_test_failures_pass_through(monkeypatch):
     assert tasks.cmd_test(["-x"]) == 0
 
 
-def test_a_group_that_collects_nothing_or_fails_fails_the_whole_command(tmp_path, capsys):
-    (tmp_path / "test_passes.py").write_text("def test_one():\n    pass\n")
-    (tmp_path / "test_fails.py").write_text("def test_one():\n    assert False\n")
-    (tmp_path / "empty").mkdir()
-    python = Path(sys.executable)
-    passing = {"a": [str(tmp_path / "test_passes.py")], "b": [str(tmp_path / "test_passes.py")]}
-    assert tasks._run_groups(python, passing) == 0
-    assert tasks._run_groups(python, {"a": passing["a"], "none": [str(tmp_path / "empty")]}) == 1
-    assert "no tests" in capsys.readouterr().err
-    assert tasks._run_groups(python, {"a": passing["a"], "red": [str(tmp_path / "test_fails.py")]}) == 1
-    out = capsys.readouterr().out
-    assert "[red] " in out and "test group red: pytest exit 1" in out  # every line says its group
+def test_the_whole_command_is_one_pytest_over_every_test_with_workers(monkeypatch):
+    """One pytest whose closing line totals every worker's tests; its `--quick` and `--under-load` forms too."""
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(tasks, "_run", lambda *args, **kwargs: calls.append(tuple(map(str, args))) or 0)
+    for step in ("ensure_venv", "ensure_node_modules", "ensure_python_sdk", "ensure_playground", "ensure_chromium"):
+        monkeypatch.setattr(tasks, step, lambda *args: "python")
+    started: list[subprocess.Popen] = []
+    monkeypatch.setattr(tasks, "LOAD_PROCESSES", 1)
+    original_enter = tasks._Load.__enter__
+
+    def enter(self):
+        loaded = original_enter(self)
+        started.extend(self.processes)
+        assert all(p.poll() is None for p in self.processes)  # running beside the tests
+        return loaded
+
+    monkeypatch.setattr(tasks._Load, "__enter__", enter)
+    assert tasks.cmd_test([]) == 0
+    assert tasks.main(readme_command("python3 tasks.py test --quick")[2:]) == 0
+    assert tasks.main(readme_command("python3 tasks.py test --under-load")[2:]) == 0
+    full, quick, loaded = calls
+    assert full[-1] == "tests" and "-n" in full and "loadgroup" in full and "not slow" not in full
+    assert quick[-1] == "tests" and "not slow" in quick
+    assert loaded == full and len(started) == 1
+    assert started[0].returncode is not None  # stopped (and reaped) when the tests ended
 
 
 def collected(*args: str) -> list[str]:
@@ -54,10 +71,14 @@ def collected(*args: str) -> list[str]:
     return [line for line in listing.stdout.splitlines() if "::" in line]
 
 
-def test_the_groups_run_every_test_once():
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
+def test_the_quick_loop_has_every_package_and_leaves_out_only_slow_modules():
     every = collected("tests")
-    grouped = [test for args in tasks.TEST_GROUPS.values() for test in collected(*args)]
-    assert sorted(grouped) == sorted(every) and len(every) > 800
+    quick = collected("tests", "-m", "not slow")
+    assert len(every) > 1700 and set(quick) < set(every)
+    folders = {test.split("/")[1] for test in every if test.count("/") > 1}
+    for folder in folders - {"quality", "gns3", "peers", "sdk", "playground"}:  # runs of whole servers, all slow
+        assert any(test.startswith(f"tests/{folder}/") for test in quick), f"--quick runs nothing of tests/{folder}"
 
 
 def test_unknown_command_prints_usage(capsys):

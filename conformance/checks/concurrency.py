@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +66,7 @@ async def _judge_history_turns(ctx: CheckContext, session: str, served_turns: li
     )
 
 
-@check("concurrency.busy", slow=True)
+@check("concurrency.busy", slow=True, timed=("CONCURRENCY-001",))  # a 409 while the turn runs
 async def busy(ctx: CheckContext) -> None:
     session = ctx.session_id()
 
@@ -163,12 +162,20 @@ async def busy(ctx: CheckContext) -> None:
     await _judge_history_turns(ctx, session, served_turns)
 
 
-@check("concurrency.parallel_sessions", slow=True)
+@check("concurrency.parallel_sessions", slow=True, timed=("CONCURRENCY-003",))
 async def parallel_sessions(ctx: CheckContext) -> None:
+    """Two sessions' slow turns, started together, run concurrently when their generations are silent at the same
+    time: the second generation reaches the fake LLM while the first is still in its scripted silence (the fake
+    LLM's own clock for both). A server that runs one turn at a time starts the second generation only once the
+    first turn has ended, a whole silence later. Judged on the order of events, not on a duration, so that a busy
+    machine, which stretches both turns alike, does not change the verdict."""
+    silence = ctx.env.scripts["cs-slow"]["steps"][0]["delay_before_ms"] / 1000
 
     async def one(label: str) -> tuple[StreamResult, float]:
-        started = time.monotonic()
-        result = await ctx.client.stream({"message": ctx.message("cs-slow"), "session_id": ctx.session_id(label)})
+        run = f"{ctx.run}-{label}"
+        result = await ctx.client.stream(
+            {"message": ctx.message("cs-slow", run=run), "session_id": ctx.session_id(label)}
+        )
         await require_served(
             ctx,
             served(ctx, result, "cs-slow"),
@@ -176,20 +183,21 @@ async def parallel_sessions(ctx: CheckContext) -> None:
             "CONCURRENCY-003",
             f"a slow turn was not served: {describe(result)}",
         )
-        return result, time.monotonic() - started
+        generations = await ctx.llm.main_requests(run)
+        if not generations or "received_at" not in generations[0]:
+            raise NotTestable(f"the fake LLM's log has no generation of the {label} turn")
+        return result, generations[0]["received_at"]
 
-    _, alone = await one("alone")
-    started = time.monotonic()
-    results = await asyncio.gather(one("a"), one("b"))
-    together = time.monotonic() - started
+    (first, first_at), (second, second_at) = sorted(await asyncio.gather(one("a"), one("b")), key=lambda turn: turn[1])
+    apart = second_at - first_at
     ctx.findings.expect(
         "CONCURRENCY-003",
-        together < 1.6 * alone,
-        f"one slow turn took {alone:.2f} s alone; two slow turns of two sessions, started together, took "
-        f"{together:.2f} s (each {results[0][1]:.2f} s and {results[1][1]:.2f} s); expected less than "
-        f"{1.6 * alone:.2f} s (1.6 x alone) if the turns run concurrently",
-        results[0][0].exchange,
-        results[1][0].exchange,
+        apart < silence,
+        f"two slow turns of two sessions, started together: the second one's generation reached the fake LLM "
+        f"{apart:.2f} s after the first one's, whose scripted silence lasts {silence:.2f} s; the second turn waited "
+        "for the first instead of running beside it",
+        first.exchange,
+        second.exchange,
     )
 
 
@@ -304,7 +312,7 @@ async def _race_on_a_new_session(ctx: CheckContext, attempt: int) -> tuple[bool,
 ACROSS_CONNECTIONS = 8  # requests sent at once, each on a connection of its own
 
 
-@check("concurrency.busy_across_connections", slow=True)
+@check("concurrency.busy_across_connections", slow=True, timed=("CONCURRENCY-001",))
 async def busy_across_connections(ctx: CheckContext) -> None:
     """The busy rule for requests that each come on a new connection of their own, as a server of several processes
     behind one port gets them: each may reach a process other than the one running the session's turn, and with

@@ -16,6 +16,7 @@ from ..client import StreamResult
 from ..context import CheckContext
 from ..errors import BlockedBy, NotTestable
 from ..exchanges import Exchange, json_or_none
+from ..machine_load import stretched
 from ..operations import Operation
 from ..scenarios import script_named_in, scripts_a_failure
 
@@ -363,8 +364,9 @@ def judge_not_streamed(ctx: CheckContext, exchange: Exchange, what: str, events:
 
 
 async def wait_for(probe: Callable[[], Awaitable[Any]], *, seconds: float, interval: float = 0.2) -> Any:
-    """Poll `probe` until it returns a truthy value; None (or its last value) when the time is up."""
-    deadline = time.monotonic() + seconds
+    """Poll `probe` until it returns a truthy value; None (or its last value) when the time is up: `seconds` on a
+    quiet machine, stretched on a busy one (the suite's own wait: conformance.machine_load)."""
+    deadline = time.monotonic() + stretched(seconds)
     while True:
         value = await probe()
         if value or time.monotonic() >= deadline:

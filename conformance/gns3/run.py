@@ -27,15 +27,22 @@ from pathlib import Path
 
 import click
 
+from ..install_lock import installing
 from . import REPO, VERSION, VERSIONS, check_version, requirements_file, target_name, venv_dir
 
 INSIDE = "COPILOT_CONFORMANCE_NETNS"
 
 
 def ensure_gns3_venv(version: str = VERSION) -> Path:
-    """.cache/gns3-<V>/venv with exactly the release's pin list; reinstalled only when the list changed."""
-    requirements = requirements_file(check_version(version))
-    env_dir = venv_dir(version)
+    """.cache/gns3-<V>/venv with exactly the release's pin list; reinstalled only when the list changed (by one
+    process at a time)."""
+    env_dir = venv_dir(check_version(version))
+    with installing(env_dir):
+        return _ensure_gns3_venv(version, env_dir)
+
+
+def _ensure_gns3_venv(version: str, env_dir: Path) -> Path:
+    requirements = requirements_file(version)
     stamp = env_dir / ".installed-from"
     fingerprint = hashlib.sha256(requirements.read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == fingerprint and (env_dir / "bin" / "gns3server").exists():

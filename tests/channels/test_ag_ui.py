@@ -12,13 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.channels.official import errors
 from reference_server.channels.ag_ui import AgUiStream
 from reference_server.channels.ui_stream import TurnOutcome
 from tools.channel_requests import ag_ui
 
 from .conftest import LiveLab
 from .node_clients import ag_ui_run
-from conformance.channels.official import errors
 from .test_ui import DONE, TOOL_TURN, call, text, tool_end
 
 USAGE = TurnOutcome(300, 25)

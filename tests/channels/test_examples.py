@@ -15,10 +15,10 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 import gns3_copilot_spec as spec
+from conformance.channels.official import errors
 from tests.readme import readme_command
 
 from .node_clients import ag_ui_run, ui_read
-from conformance.channels.official import errors
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = spec.SPEC_DIR / "examples" / "channels"

@@ -19,6 +19,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from conformance.channels.official import errors
 from reference_server.channels.openai_chat import ChatCompletionStream, chat_request, completion_object
 from reference_server.channels.openai_common import render_openai_error
 from reference_server.channels.openai_responses import (
@@ -31,12 +32,10 @@ from reference_server.channels.openai_responses import (
 from reference_server.channels.turns import TurnRequest
 from reference_server.errors import ApiError
 from reference_server.settings import Settings
+from tests.conftest import ROOT
 from tests.reference_server.conftest import in_process_lab
 
 from .conftest import LiveLab, content_of
-from conformance.channels.official import errors
-
-from tests.conftest import ROOT
 
 MODEL = "gns3-copilot"
 

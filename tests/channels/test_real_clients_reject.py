@@ -18,8 +18,8 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from tests.channels import node_clients
 from conformance.channels.official import errors
+from tests.channels import node_clients
 
 
 def sse(*payloads: Any, done: bool = False) -> str:

@@ -12,13 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.channels.official import errors
 from reference_server.channels.ui_messages import history_to_ui_messages
 from reference_server.channels.ui_stream import TurnOutcome, UiMessageStream
 from tools.channel_requests import ui
 
 from .conftest import LiveLab
 from .node_clients import ui_chat, ui_read, ui_validate
-from conformance.channels.official import errors
 
 S = "ui-unit"
 ARGS = '{"detail":"summary"}'

@@ -53,6 +53,7 @@ def sessions_of(base_url: str, token: str, project_id: str) -> set[str]:
         return {s["thread_id"] for s in client.get(url, headers={"Authorization": f"Bearer {token}"}).json()}
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_a_run_with_ready_tokens_deletes_only_the_sessions_it_made(tmp_path):
     server = start_server_process(tmp_path / "data")
     try:

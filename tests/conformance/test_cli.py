@@ -171,6 +171,7 @@ def check_reports(directory: Path) -> dict:
     return data
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_end_to_end_against_the_reference_server(tmp_path):
     """The whole suite through the console script, then a part of it through the pytest plugin."""
     cli_reports = tmp_path / "cli"
@@ -220,6 +221,7 @@ def test_end_to_end_against_the_reference_server(tmp_path):
     assert "copilot-conformance" in completed.stdout and "run took" in completed.stdout
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_the_plugin_is_inactive_without_a_copilot_option(tmp_path):
     """Installed, the plugin loads in every pytest of the environment: without a --copilot-* option it runs
     nothing, and its options are all prefixed (an unprefixed --target is not its own)."""

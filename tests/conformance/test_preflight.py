@@ -65,6 +65,7 @@ def _llm_not_pointed_at_the_fake_llm(data):
     ],
     ids=["wrong-prefix", "tool-not-offered", "parallel-tool-not-offered", "quick-slow-tool", "llm-not-routed"],
 )
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key):
     result = run_preflight(tmp_path, change)
     assert result.exit_code == 2, result.output

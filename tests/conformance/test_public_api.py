@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import conformance
 
 EXPECTED = {
@@ -57,6 +59,7 @@ def test_requirement_looks_up_the_registry():
         raise AssertionError("an unknown id must raise KeyError")
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_run_suite_from_python_as_the_readme_shows():
     """README: `conformance.run_suite(conformance.load_target(...))` (here the built-in target, one check)."""
     result = conformance.run_suite(conformance.load_target("reference"), only=["prefix."])

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conformance.processes import free_port, start_module
@@ -29,6 +30,7 @@ def suite(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_a_failing_requirement_is_rerun_by_its_command_and_replayed_by_its_curl(tmp_path):
     server, base_url = start_module(
         "mutant server",

@@ -62,6 +62,7 @@ def test_a_selector_that_names_no_check_is_refused_with_the_closest_names(select
         select([selector])
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_the_readme_selection_runs_only_those_checks(tmp_path):
     command = readme_command(".venv/bin/copilot-conformance run --only TITLE-003 stats.multi_turn")
     completed = subprocess.run(

@@ -3,6 +3,8 @@ names exists in conformance/checks/, and every check there is named by some requ
 
 from __future__ import annotations
 
+import pytest
+
 import gns3_copilot_spec as spec
 from conformance.checks import load_all
 
@@ -19,6 +21,8 @@ def test_every_requirement_has_an_existing_check_or_an_exclusion_reason():
         assert set(check.requirements) == {r["id"] for r in records if check.id in r.get("checks", [])}
 
 
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
+@pytest.mark.xdist_group("reference-run")  # shares the built-in run with tests/quality (SHARES_REFERENCE_RUN)
 def test_the_built_in_reference_run_judges_every_requirement_that_is_not_excluded():
     from tests.quality.runs import reference_run
 

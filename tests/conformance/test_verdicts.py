@@ -301,7 +301,9 @@ def test_a_flaky_requirement_is_flaky_whatever_its_findings():
 
 
 def test_flaky_fails_a_run_on_its_own_and_is_only_listed_against_a_baseline():
-    flaky = judge(record(), [], capabilities={"channel_gns3"}, known_failures={}, accepted_not_testable={}, flaky={"X-001": "t"})
+    flaky = judge(
+        record(), [], capabilities={"channel_gns3"}, known_failures={}, accepted_not_testable={}, flaky={"X-001": "t"}
+    )
     assert not run_passes([flaky], {})
     assert run_passes([flaky], {}, baseline=True)
 

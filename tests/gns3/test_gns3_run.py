@@ -16,6 +16,9 @@ from conformance.gns3 import VERSIONS
 from conformance.gns3.matrix import committed_verdicts, summarize
 from conformance.gns3.run import ensure_gns3_venv, network_namespace_available
 
+pytestmark = pytest.mark.slow  # installs and judges gns3-server: left out of `python3 tasks.py test --quick`
+XDIST_SPREAD = True  # each test installs and judges a server of its own: any worker may take it
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -19,6 +19,8 @@ from conformance.gns3.matrix import MATRIX_DOC, MATRIX_VERDICTS, load_reports
 from conformance.gns3.run import ensure_gns3_venv, main, network_namespace_available
 from conformance.target import parse_target
 
+pytestmark = pytest.mark.slow  # installs and runs gns3-server: left out of `python3 tasks.py test --quick`
+
 REPO = Path(__file__).resolve().parents[2]
 
 

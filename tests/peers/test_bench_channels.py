@@ -13,6 +13,8 @@ from conformance.gns3.run import network_namespace_available
 from peers import PEERS, REPO
 from peers.install import ensure
 
+pytestmark = pytest.mark.slow  # installs the peers and benchmarks them: left out of `python3 tasks.py test --quick`
+
 
 def _bench(*arguments: str, timeout: float) -> str:
     command = [sys.executable, "-m", "bench", *arguments]

@@ -17,6 +17,9 @@ from peers import PEERS, REPO, get_peer
 from peers.install import ensure
 from tests.readme import readme_command
 
+pytestmark = pytest.mark.slow  # installs and judges the peers: left out of `python3 tasks.py test --quick`
+XDIST_SPREAD = True  # each test installs and judges a server of its own: any worker may take it
+
 
 @pytest.mark.parametrize("name", sorted(PEERS))
 def test_the_peer_run_matches_its_baseline(tmp_path, name):

@@ -23,6 +23,8 @@ from conformance.gns3.run import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure, installed
 
+pytestmark = pytest.mark.slow  # installs and serves the peers: left out of `python3 tasks.py test --quick`
+
 PLAIN = "[[fake-llm:plain]]"
 PLAIN_TEXT = "The lab looks healthy."  # fake_llm/scripts/plain.yaml
 

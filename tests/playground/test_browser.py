@@ -15,6 +15,8 @@ from tests.reference_server.conftest import REPO_ROOT
 
 from .conftest import PREFIXES, SCRIPTS
 
+pytestmark = pytest.mark.slow  # a real browser: left out of `python3 tasks.py test --quick`
+
 SCREENSHOT = REPO_ROOT / ".cache" / "playground" / "screenshot.png"
 README_SCREENSHOT = REPO_ROOT / "docs" / "playground.png"  # rewritten with UPDATE_SCREENSHOTS=1
 STATISTICS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")

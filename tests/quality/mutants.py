@@ -22,9 +22,9 @@ class Mutant:
     apply: Callable[[], None]
     targets: frozenset[str]
     consequences: frozenset[str] = field(default_factory=frozenset)
-    # The conformance `--only` selectors (areas) its run needs: a channel mutant is judged by the checks of its
-    # channel (and of the rules every channel shares when it breaks one), the exact-failure assertion holding among
-    # them; empty for the GNS3 mutants, judged by every area of the GNS3 chat API (runs.gns3_areas).
+    # The areas of a channel mutant's channel (and of the rules every channel shares when it breaks one): empty for
+    # the GNS3 mutants. Every mutant's run is judged by the areas of its targets and consequences (runs.mutant_areas);
+    # these must hold them (test_channel_mutants.py).
     only: tuple[str, ...] = ()
 
 
@@ -656,6 +656,31 @@ def _api_key_in_database() -> None:
         return await original(self, thread_id, totals)
 
     ChatSessionsRepository.record_turn = record_turn
+
+
+@mutant(
+    "turns-one-at-a-time",
+    "one turn of the whole server generates at a time: a turn of another session waits until the running one has "
+    "ended before its generation starts",
+    {"CONCURRENCY-003"},
+)
+def _turns_one_at_a_time() -> None:
+    import asyncio
+
+    from reference_server.agent.turn import Turn
+
+    original = Turn.__init__
+    one_at_a_time = asyncio.Lock()  # bound to the server's loop when first used
+
+    def __init__(self, *, events, **kwargs):
+        async def serialized():
+            async with one_at_a_time:
+                async for event in events():
+                    yield event
+
+        original(self, events=serialized, **kwargs)
+
+    Turn.__init__ = __init__
 
 
 __all__ = ["MUTANTS", "Mutant"]

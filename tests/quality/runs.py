@@ -1,5 +1,5 @@
 """Conformance runs shared by the quality tests: the reference server as the suite starts it, each mutant,
-and the reference server reached through a target file's base_url. Each is run once per test session."""
+and the reference server reached through a target file's base_url. Each is run once per test worker that needs it."""
 
 from __future__ import annotations
 
@@ -7,17 +7,17 @@ import asyncio
 import copy
 from functools import cache
 
+import pytest
+
 import gns3_copilot_spec as spec
 from conformance.checks import AREAS, load_all
 from conformance.engine import RunResult, run
 from conformance.findings import Verdict
 from conformance.target import Target, load_target, parse_target
 
-from .answer_breakers import BREAKERS
 from .mutants import MUTANTS
 from .scenario_missing import SCENARIO_MISSING
 
-CONCURRENT_RUNS = 2  # 2 cores: more would make timing rules (heartbeat gaps, concurrency) flaky
 # The areas of the channels' rules: the GNS3 mutants, written before the channel checks, are not judged by them (nor
 # by the fake LLM's area, which has no checks); each channel mutant names the areas it is judged by (Mutant.only).
 CHANNEL_AREAS = frozenset({"channels", "across_channels", "channel_openai", "channel_ui", "channel_ag_ui"})
@@ -38,22 +38,19 @@ def channel_mutants() -> list[str]:
     return sorted(name for name, m in MUTANTS.items() if m.only)
 
 
-# The stream areas every GNS3 mutant's run keeps: they make every kind of stream the rules observe (heartbeats and
-# aborted tools included).
-STREAM_AREAS = ("framing", "events", "grammar", "tool_calls", "content", "heartbeat", "abort")
-
-
 def mutant_areas(name: str) -> list[str]:
-    """The `--only` selectors of a mutant's run: Mutant.only for a channel mutant; for a GNS3 mutant, the areas of
-    the checks that judge what it breaks (its targets and stated consequences) and the stream areas. The whole
-    suite judges the unmodified server (reference_run); each mutant pays only for the checks that can see it, so
-    that the test command keeps its time."""
+    """The `--only` selectors of a mutant's run: the areas of the checks that judge what it breaks (its targets and
+    stated consequences), a GNS3 mutant's and a channel mutant's alike. The whole suite judges the unmodified server
+    (reference_run); each mutant pays only for the checks that can see it, so that the test command keeps its
+    time, and fails exactly its targets and consequences among them."""
     mutant = MUTANTS[name]
-    if mutant.only:
-        return list(mutant.only)
     records = {r["id"]: r for r in spec.load_requirements()["requirements"]}
     wanted = {check.split(".")[0] for rid in mutant.targets | mutant.consequences for check in records[rid]["checks"]}
-    return [area for area in gns3_areas() if area in wanted or area in STREAM_AREAS]
+    return [area for area in dict.fromkeys(AREAS.values()) if area in wanted]
+
+
+# The tests that read the built-in run share it: one worker of the test command makes it.
+SHARES_REFERENCE_RUN = pytest.mark.xdist_group("reference-run")
 
 
 def mutant_target(name: str) -> Target:
@@ -76,80 +73,47 @@ def not_passing(result: RunResult) -> dict[str, str]:
     }
 
 
-async def _guarded(name: str, running) -> tuple[str, RunResult | BaseException]:
-    """One run whose exception is kept as its result: a run that raises (a preflight refusal, say) fails its own
-    test, instead of aborting the whole batch, which every test of the batch would then start again."""
+def _one_run(target_name: str, only: list[str]) -> RunResult | BaseException:
+    """One run, whose exception is kept as its result: a run that raises (a preflight refusal, say) fails the tests
+    that read it, and is not started again by each of them."""
     try:
-        return name, await running
-    except Exception as exc:  # noqa: BLE001 - reported by the test of this run
-        return name, exc
+        return asyncio.run(run(mutant_target(target_name), only=only))
+    except Exception as exc:  # noqa: BLE001 - reported by the tests of this run
+        return exc
 
 
-def result_of(runs: dict[str, RunResult | BaseException], name: str) -> RunResult:
-    outcome = runs[name]
+def result_of(outcome: RunResult | BaseException, name: str) -> RunResult:
     if isinstance(outcome, BaseException):
         raise AssertionError(f"the run of {name} raised {type(outcome).__name__}: {outcome}") from outcome
     return outcome
 
 
-def _mutant_batch(names: list[str]) -> dict[str, RunResult | BaseException]:
-    async def all_runs() -> dict[str, RunResult]:
-        gate = asyncio.Semaphore(CONCURRENT_RUNS)
-
-        async def one(name: str) -> tuple[str, RunResult | BaseException]:
-            async with gate:
-                return await _guarded(name, run(mutant_target(name), only=mutant_areas(name)))
-
-        return dict(await asyncio.gather(*(one(name) for name in names)))
-
-    return asyncio.run(all_runs())
+# One run per test: the test command's workers (pytest-xdist) share the runs out, so a mutant's run is made by the
+# worker that runs its test, and only there. What the suite finally reports is judged: a timed check it judged again
+# alone (CheckSpec.timed, .raced) is judged on that run, as a user's report would show it.
 
 
 @cache
-def mutant_runs() -> dict[str, RunResult | BaseException]:
-    """The GNS3 mutants, each judged by the GNS3 areas."""
-    return _mutant_batch(gns3_mutants())
+def mutant_run(name: str) -> RunResult | BaseException:
+    """A mutant (GNS3 or channel), judged by the areas of what it breaks (mutant_areas)."""
+    return _one_run(name, mutant_areas(name))
 
 
 @cache
-def channel_mutant_runs() -> dict[str, RunResult | BaseException]:
-    """The channel mutants, each judged by the areas it names (Mutant.only)."""
-    return _mutant_batch(channel_mutants())
+def breaker_run(name: str) -> RunResult | BaseException:
+    """An answer breaker (listing and history bodies), judged by every GNS3 area: none may blame the suite."""
+    return _one_run(name, list(gns3_areas()))
+
+
+def preventer_checks(name: str) -> list[str]:
+    """The checks SCENARIO_MISSING assigns to a scenario preventer."""
+    return sorted(check_id for check_id, entry in SCENARIO_MISSING.items() if entry.preventer == name)
 
 
 @cache
-def breaker_runs() -> dict[str, RunResult | BaseException]:
-    """The answer breakers (listing and history bodies), each judged by the GNS3 areas."""
-
-    async def all_runs() -> dict[str, RunResult]:
-        gate = asyncio.Semaphore(CONCURRENT_RUNS)
-
-        async def one(name: str) -> tuple[str, RunResult | BaseException]:
-            async with gate:
-                return await _guarded(name, run(mutant_target(name), only=list(gns3_areas())))
-
-        return dict(await asyncio.gather(*(one(name) for name in BREAKERS)))
-
-    return asyncio.run(all_runs())
-
-
-@cache
-def preventer_runs() -> dict[str, RunResult | BaseException]:
-    """Per scenario preventer, one run of the checks SCENARIO_MISSING assigns to it."""
-    chosen: dict[str, list[str]] = {}
-    for check_id, entry in SCENARIO_MISSING.items():
-        chosen.setdefault(entry.preventer, []).append(check_id)
-
-    async def all_runs() -> dict[str, RunResult]:
-        gate = asyncio.Semaphore(CONCURRENT_RUNS)
-
-        async def one(name: str) -> tuple[str, RunResult | BaseException]:
-            async with gate:
-                return await _guarded(name, run(mutant_target(name), only=chosen[name]))
-
-        return dict(await asyncio.gather(*(one(name) for name in chosen)))
-
-    return asyncio.run(all_runs())
+def preventer_run(name: str) -> RunResult | BaseException:
+    """One run of a scenario preventer, with the checks SCENARIO_MISSING assigns to it."""
+    return _one_run(name, preventer_checks(name))
 
 
 @cache

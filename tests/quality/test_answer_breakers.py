@@ -8,12 +8,16 @@ import pytest
 from conformance.findings import Verdict
 
 from .answer_breakers import BREAKERS
-from .runs import breaker_runs, result_of
+from .runs import breaker_run, result_of
+
+pytestmark = pytest.mark.slow  # a suite run per breaker: left out of `python3 tasks.py test --quick`
+
+XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))
 def test_a_bad_answer_fails_its_requirements_and_is_never_an_error(name):
-    result = result_of(breaker_runs(), name)
+    result = result_of(breaker_run(name), name)
     assert result.harness_error is None, result.harness_error
     verdicts = {v.id: v.verdict for v in result.verdicts}
     errors = {

@@ -1,6 +1,6 @@
 """Proof that the channel checks fail when they should: each channel mutant (tests/quality/mutants_channels.py) of
 the reference server fails exactly the requirements it breaks (and their stated consequences) among the checks of
-the areas it names (Mutant.only), and every rule of the channels is the target of at least one mutant."""
+the areas of those requirements (runs.mutant_areas), and every rule of the channels is the target of a mutant."""
 
 from __future__ import annotations
 
@@ -12,7 +12,11 @@ from conformance.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
 from .mutants_channels import NO_MUTANT, SUITE_GAPS
-from .runs import CHANNEL_AREAS, channel_mutant_runs, channel_mutants, not_passing, result_of
+from .runs import CHANNEL_AREAS, channel_mutants, mutant_run, not_passing, result_of
+
+pytestmark = pytest.mark.slow  # a suite run per mutant: left out of `python3 tasks.py test --quick`
+
+XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
 CHANNEL_SECTIONS = {section for section, area in AREAS.items() if area in CHANNEL_AREAS}
 
@@ -48,7 +52,7 @@ def test_each_channel_mutant_selects_checks_of_what_it_breaks(name):
 @pytest.mark.parametrize("name", channel_mutants())
 def test_each_channel_mutant_fails_exactly_what_it_breaks(name):
     mutant = MUTANTS[name]
-    result = result_of(channel_mutant_runs(), name)
+    result = result_of(mutant_run(name), name)
     assert result.harness_error is None, result.harness_error
     failing = not_passing(result)
     details = {

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from conformance.engine import run
 from conformance.findings import Verdict
 from conformance.reports import report_data
@@ -13,6 +15,10 @@ from conformance.reports.console import summary_text
 from conformance.reports.junit import render
 
 from .runs import mutant_target
+
+pytestmark = pytest.mark.slow  # a suite run per test: left out of `python3 tasks.py test --quick`
+
+XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
 
 def test_a_transient_server_error_makes_the_requirement_flaky_not_failed():

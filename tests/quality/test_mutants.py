@@ -9,13 +9,18 @@ import gns3_copilot_spec as spec
 from conformance.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
-from .runs import gns3_mutants, mutant_runs, not_passing, reference_run, result_of
+from .runs import SHARES_REFERENCE_RUN, gns3_mutants, mutant_run, not_passing, reference_run, result_of
+
+pytestmark = pytest.mark.slow  # a suite run per mutant: left out of `python3 tasks.py test --quick`
+
+XDIST_SPREAD = True  # each mutant's run is its own: any worker may take any test
 
 
 def test_there_are_at_least_seventy_mutants():
     assert len(gns3_mutants()) >= 70  # the channel mutants are counted in test_channel_mutants.py
 
 
+@SHARES_REFERENCE_RUN
 def test_the_reference_server_passes_every_must_and_should():
     result = reference_run()
     assert result.harness_error is None
@@ -27,7 +32,7 @@ def test_the_reference_server_passes_every_must_and_should():
 @pytest.mark.parametrize("name", gns3_mutants())
 def test_each_mutant_fails_exactly_what_it_breaks(name):
     mutant = MUTANTS[name]
-    result = result_of(mutant_runs(), name)
+    result = result_of(mutant_run(name), name)
     assert result.harness_error is None, result.harness_error
     failing = not_passing(result)
     details = {

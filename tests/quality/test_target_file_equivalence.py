@@ -9,13 +9,16 @@ import asyncio
 import copy
 
 import httpx
+import pytest
 import yaml
 
 from conformance.engine import run
 from conformance.target import load_target
 from tests.reference_server.conftest import start_server_process
 
-from .runs import reference_run
+from .runs import SHARES_REFERENCE_RUN, reference_run
+
+pytestmark = pytest.mark.slow  # two whole suite runs: left out of `python3 tasks.py test --quick`
 
 DEFAULT_HEARTBEAT = 15  # reference_server/settings.py, and the README
 
@@ -30,6 +33,7 @@ def what_is_on(base_url: str) -> dict[str, list[str]]:
     return {"users": users, "projects": projects}
 
 
+@SHARES_REFERENCE_RUN
 def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tmp_path):
     server = start_server_process(tmp_path / "data")  # only the loopback port and a data directory of its own
     try:

@@ -493,6 +493,7 @@ CUTS = {
     "SESSION-005",
     "LIST-001",
 )
+@pytest.mark.slow  # whole suite runs or servers: left out of --quick
 async def test_sigkill_mid_stream_then_restart(tmp_path: Path, scripts_dir: Path):
     """Turns cut by SIGKILL are recovered at the restart, before any new turn: repaired as cut-short turns, counted
     from what their checkpoints kept, once, also after a second restart."""

@@ -15,7 +15,7 @@ from reference_server.agent.stores.postgres_sessions import LISTING_QUERY
 
 from .conftest import in_process_lab
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: PostgreSQL, not in --quick
 CHECKPOINT_TABLES = ("checkpoints", "checkpoint_writes", "checkpoint_blobs")
 
 

@@ -22,6 +22,8 @@ import pytest
 from tests.postgres import data_directory
 from tools.with_postgres import create_database, drop_database, postgres
 
+pytestmark = pytest.mark.slow  # PostgreSQL: left out of `python3 tasks.py test --quick`
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = [sys.executable, str(REPO_ROOT / "tools" / "with_postgres.py")]
 

@@ -26,7 +26,7 @@ from reference_server.agent.stores.postgres_workers import LEASE_RELEASE_BOUND_S
 
 from .conftest import REPO_ROOT, ServerProcess, events_of, start_server_process
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # slow: PostgreSQL and four workers, not in --quick
 PREFIX = "/v3/projects/{project_id}/chat"
 SLOW = "[[fake-llm:slow]]"  # its first chunk comes after 3 s
 

@@ -37,6 +37,8 @@ import tools.generate_python_sdk as generator
 from tests.readme import readme_example
 from tests.reference_server.conftest import ServerProcess, start_server_process
 
+pytestmark = pytest.mark.slow  # live servers and mypy: left out of `python3 tasks.py test --quick`
+
 ROOT = Path(__file__).resolve().parents[2]
 PREFIXES = ["/v3/projects/{project_id}/chat", GNS3_CHAT_PREFIX]
 TOOL_TURN = "Which routers are in the lab? [[fake-llm:tool-round-trip]]"

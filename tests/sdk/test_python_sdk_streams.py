@@ -35,6 +35,8 @@ from gns3_copilot_chat_client import (
 
 import gns3_copilot_spec as spec
 
+pytestmark = pytest.mark.slow  # a live server: left out of `python3 tasks.py test --quick`
+
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = b'data: {"type": "content", "content": "Hel", "session_id": "s-1"}\n\n'
 DONE = b'data: {"type": "done", "session_id": "s-1"}\n\n'

@@ -21,6 +21,8 @@ from tests.readme import readme_example
 from tests.reference_server.conftest import ServerProcess, start_server_process
 from tools import derive_openapi31
 
+pytestmark = pytest.mark.slow  # a live server and the TypeScript compiler: left out of `python3 tasks.py test --quick`
+
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "sdk" / "typescript"
 GENERATOR = ROOT / "tools" / "generate_typescript_sdk.py"
