@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from conformance.channels.official import errors
+from conformance.machine_load import stretched
 from reference_server.channels.ag_ui import AgUiStream
 from reference_server.channels.ui_stream import TurnOutcome
 from tools.channel_requests import ag_ui
@@ -230,7 +231,7 @@ def test_a_busy_thread_is_refused_then_an_abort_finishes_the_run_as_cancelled(li
         assert live.client.post(live.url(f"/sessions/{thread}/abort"), headers=live.headers).status_code == 200
         started = time.monotonic()
         received += "".join(chunks)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < stretched(5)  # the test's own bound, longer on a busy machine
     found = events(received)
     assert found[0]["type"] == "RUN_STARTED" and found[-1]["type"] == "RUN_FINISHED"
     assert found[-1]["outcome"] == {"type": "cancelled"}

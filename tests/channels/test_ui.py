@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from conformance.channels.official import errors
+from conformance.machine_load import stretched
 from reference_server.channels.ui_messages import history_to_ui_messages
 from reference_server.channels.ui_stream import TurnOutcome, UiMessageStream
 from tools.channel_requests import ui
@@ -342,7 +343,7 @@ def test_a_busy_session_is_refused_then_an_abort_ends_the_stream(live: LiveLab):
         assert abort.status_code == 200
         started = time.monotonic()
         received += "".join(lines)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < stretched(5)  # the test's own bound, longer on a busy machine
     found = chunks(received)
     assert types(found)[-3:] == ["abort", "finish-step", "finish"]
     assert found[-1]["messageMetadata"]["usage"]["inputTokens"] == tokens(live, session_id)[0]
@@ -405,7 +406,7 @@ def test_a_client_that_disconnects_stops_the_turn_which_is_kept(live: LiveLab):
     ) as running:
         assert running.status_code == 200
         next(running.iter_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + stretched(5)
     while (answer := post_ui(live, ui(session_id, "still there? [[fake-llm:plain]]")[1])).status_code == 409:
         assert time.monotonic() < deadline, "the turn still holds the session 5 s after the client left"
         time.sleep(0.05)

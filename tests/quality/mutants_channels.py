@@ -404,8 +404,10 @@ def _ui_history_tools_input_available() -> None:
     {"UI-001", "CHANNEL-002"},
     # the busy lock across channels never meets the UI turn, which starts a session of its own (CHANNEL-005); the
     # `start` chunk names a session other than the chat id (UI-003); the chat's messages, asked for by its id, are
-    # those of no session (UI-004)
-    {"CHANNEL-005", "UI-003", "UI-004"},
+    # those of no session (UI-004); judged by the shared channel checks too (runs.mutant_areas): a continued UI
+    # turn reaches the model without its earlier turns (CHANNEL-004), and the abort of the chat's id stops nothing
+    # (CHANNEL-009)
+    {"CHANNEL-005", "UI-003", "UI-004", "CHANNEL-004", "CHANNEL-009"},
     only=(UI, ACROSS),
 )
 def _ui_chat_id_ignored() -> None:
@@ -715,7 +717,8 @@ def _channel_abort_ends_late() -> None:
     "channel-refusals-in-openai-envelope",
     "the UI and AG-UI channels refuse in OpenAI's error envelope instead of the contract's error body",
     {"CHANNEL-005"},
-    {"CHANNEL-004", "CHANNEL-006"},  # their refusals are read by the contract's code too
+    # their refusals are read by the contract's code too, by the cross-channel precondition check as well
+    {"CHANNEL-004", "CHANNEL-006", "CHANNEL-002"},
     only=(SHARED,),
 )
 def _channel_refusals_in_openai_envelope() -> None:

@@ -38,14 +38,22 @@ def channel_mutants() -> list[str]:
     return sorted(name for name, m in MUTANTS.items() if m.only)
 
 
+# The stream areas: together they make every kind of stream the stream rules observe (heartbeats, aborted tools).
+STREAM_AREAS = ("framing", "events", "grammar", "tool_calls", "content", "heartbeat", "abort")
+
+
 def mutant_areas(name: str) -> list[str]:
     """The `--only` selectors of a mutant's run: the areas of the checks that judge what it breaks (its targets and
-    stated consequences), a GNS3 mutant's and a channel mutant's alike. The whole suite judges the unmodified server
-    (reference_run); each mutant pays only for the checks that can see it, so that the test command keeps its
-    time, and fails exactly its targets and consequences among them."""
+    stated consequences); every stream area when one of them is a stream area (a stream rule is observed on the
+    streams of every scenario, a heartbeat's or an aborted tool's among them); and a channel mutant's own areas
+    (Mutant.only). The whole suite judges the unmodified server (reference_run); each mutant pays only for the
+    checks that can see it, and fails exactly its targets and consequences among them."""
     mutant = MUTANTS[name]
     records = {r["id"]: r for r in spec.load_requirements()["requirements"]}
     wanted = {check.split(".")[0] for rid in mutant.targets | mutant.consequences for check in records[rid]["checks"]}
+    if wanted & set(STREAM_AREAS):
+        wanted |= set(STREAM_AREAS)
+    wanted |= set(mutant.only)
     return [area for area in dict.fromkeys(AREAS.values()) if area in wanted]
 
 

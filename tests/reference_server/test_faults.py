@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.machine_load import stretched
 from reference_server.agent.service import INTERRUPTED_ANSWER
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
@@ -222,7 +223,7 @@ async def disconnect_over_socket(base_url: str, lab: Lab, body: dict[str, Any], 
 
 async def wait_for_turn_end(lab: Lab, session_id: str, before: dict[str, Any], deadline: float = 10) -> dict[str, Any]:
     """Poll the listing until the session's statistics were written (updated_at moves forward, LIST-003)."""
-    end = time.monotonic() + deadline
+    end = time.monotonic() + stretched(deadline)  # longer on a busy machine
     while time.monotonic() < end:
         session = await lab.session(session_id)
         if session["updated_at"] != before["updated_at"]:
@@ -233,7 +234,7 @@ async def wait_for_turn_end(lab: Lab, session_id: str, before: dict[str, Any], d
 
 async def stream_when_free(lab: Lab, message: str, session_id: str, deadline: float = 5) -> Stream:
     """A stream on the session, retried while 409 session_busy (the turn is between its UPDATE and its end)."""
-    end = time.monotonic() + deadline
+    end = time.monotonic() + stretched(deadline)  # longer on a busy machine
     while True:
         stream = await lab.stream(message, session_id)
         if stream.status != 409 or time.monotonic() > end:
@@ -420,7 +421,7 @@ def checkpoint_count(db_path: Path, session_id: str) -> int:
 
 
 async def wait_for_checkpoints(db_path: Path, session_id: str, count: int, deadline: float = 10) -> None:
-    end = time.monotonic() + deadline
+    end = time.monotonic() + stretched(deadline)  # longer on a busy machine
     while checkpoint_count(db_path, session_id) < count:
         if time.monotonic() > end:
             pytest.fail(f"session {session_id} did not reach {count} checkpoints within {deadline} s")

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from conformance.machine_load import stretched
 from conformance.processes import Process, _clean_env, _wait_until_ready
 from reference_server.agent.service import database_path
 from reference_server.storage_faults import corruption, storage_fault
@@ -364,7 +365,7 @@ def test_start_up_that_cannot_serve_exits_at_once(tmp_path: Path, prepare, messa
     finally:
         server.stop(signal.SIGKILL)
     assert code != 0 and time.monotonic() - started < STARTUP_HANG_SECONDS
-    deadline = time.monotonic() + 5  # the output is read by a thread of its own
+    deadline = time.monotonic() + stretched(5)  # the output is read by a thread of its own
     while not re.search(f"start-up failed: .*{message}", "".join(server.output)):
         assert time.monotonic() < deadline, server.handle.tail()
         time.sleep(0.02)

@@ -7,6 +7,7 @@ import time
 import httpx
 import pytest
 
+from conformance.machine_load import stretched
 from conformance.stream_rules import check_events
 
 pytestmark = pytest.mark.anyio
@@ -117,7 +118,7 @@ async def test_heartbeats_fill_silences_longer_than_the_interval(make_settings):
     assert kinds.count("heartbeat") >= 4, kinds  # 3 s of silence at a 0.5 s interval
     assert kinds[-1] == "done"
     gaps = [b[0] - a[0] for a, b in zip(arrivals, arrivals[1:], strict=False)]
-    assert max(gaps) <= settings.heartbeat_interval + 1.0
+    assert max(gaps) <= settings.heartbeat_interval + stretched(1.0)  # the slack longer on a busy machine
 
 
 @pytest.mark.covers("HEARTBEAT-001")

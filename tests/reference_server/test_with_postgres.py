@@ -19,6 +19,7 @@ import psutil
 import psycopg
 import pytest
 
+from conformance.machine_load import stretched
 from tests.postgres import data_directory
 from tools.with_postgres import create_database, drop_database, postgres
 
@@ -250,7 +251,7 @@ def test_a_stale_data_directory_after_the_postmaster_was_killed_starts_again(pgd
             conn.execute("CREATE TABLE kept AS SELECT 42 AS answer")
         killed = postmaster_pid(pgdata)
         os.kill(killed, signal.SIGKILL)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + stretched(5)
         while running(killed) and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not running(killed)
