@@ -408,7 +408,7 @@ def _ui_history_tools_input_available() -> None:
     # turn reaches the model without its earlier turns (CHANNEL-004), and the abort of the chat's id stops nothing
     # (CHANNEL-009)
     {"CHANNEL-005", "UI-003", "UI-004", "CHANNEL-004", "CHANNEL-009"},
-    only=(UI, ACROSS),
+    only=(UI, ACROSS, SHARED),
 )
 def _ui_chat_id_ignored() -> None:
     from dataclasses import replace
@@ -719,7 +719,7 @@ def _channel_abort_ends_late() -> None:
     {"CHANNEL-005"},
     # their refusals are read by the contract's code too, by the cross-channel precondition check as well
     {"CHANNEL-004", "CHANNEL-006", "CHANNEL-002"},
-    only=(SHARED,),
+    only=(SHARED, ACROSS),
 )
 def _channel_refusals_in_openai_envelope() -> None:
     from reference_server.channels.openai_common import render_openai_error
