@@ -132,10 +132,12 @@ def ensure_playground() -> None:
 # taken by whichever worker is free, longest first. Most of a test's time is spent waiting on servers and scripted
 # silences, so there are more workers than cores.
 TEST_WORKERS = 6
-FULL_TEST = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--durations=25", "--junitxml", ".cache/tests.xml")
+# `--no-loadscope-reorder`: the units go out in the collection's order, longest first (tests/scheduling.py).
+WORKERS = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--no-loadscope-reorder")
+FULL_TEST = (*WORKERS, "--durations=25", "--junitxml", ".cache/tests.xml")
 # `--quick`: every package's unit and contract tests, for iteration (no mutant batches, no GNS3, peer, SDK or browser
 # runs; the modules that have them are marked `slow`); the full command still runs everything.
-QUICK_TEST = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "-m", "not slow", "--durations=10")
+QUICK_TEST = (*WORKERS, "-m", "not slow", "--durations=10")
 # `--under-load`: the whole command beside this many CPU-bound processes of its own, stopped at its end: the
 # tests must pass on a machine busy with other work (tests/README.md).
 LOAD_PROCESSES = 2
@@ -180,6 +182,8 @@ def cmd_test(extra: list[str]) -> int:
     if rest and not (quick or under_load):  # a chosen subset, for iteration: one pytest as asked
         return _pytest(python, rest)
     (ROOT / ".cache").mkdir(exist_ok=True)
+    if not quick:  # set-up: the GNS3 releases and peers the tests judge, installed side by side before they start
+        _run(python, "-m", "tests.third_party", check=False)  # a failed install fails its own tests, with pip's words
     args = [*(QUICK_TEST if quick else FULL_TEST), *rest, "tests"]
     if not under_load:
         return _pytest(python, args)

@@ -54,6 +54,8 @@ class CheckRun:
     # For a check run again alone: what its first attempt, under the run's load, failed or could not make happen
     # (CheckSpec.timed, CheckSpec.raced).
     failed_under_load: str | None = None
+    # The rule whose failure stopped the check before its scenario (BlockedBy): that rule's own check judges it.
+    blocked_by: str | None = None
 
     @property
     def all_findings(self) -> list[Finding]:
@@ -227,6 +229,7 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
     # Whether the check's requirements judged so far were judged whole: yes when it ran to its end, and when a
     # failed step of its own stopped it (that requirement FAILs and the check is red whatever else it judged).
     judged_whole = True
+    blocked_by = None
     try:
         await spec_.function(ctx)
     except Blocked as blocked:
@@ -234,7 +237,7 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
         leftover_outcome = Outcome.NOT_TESTABLE
         leftover_message = f"not reached: the check stopped when {blocked.requirement} failed ({blocked.message})"
     except BlockedBy as blocked:
-        judged_whole = False
+        judged_whole, blocked_by = False, blocked.requirement
         leftover_outcome = Outcome.NOT_TESTABLE
         leftover_message = f"blocked by {blocked.requirement}: {blocked.message}"
     except NotTestable as exc:
@@ -262,7 +265,9 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
         ]
     transient = transient_errors(ctx.client.exchanges, env.scripts)
     duration = time.monotonic() - started
-    return CheckRun(spec_.id, spec_.requirements, duration, findings, ctx.client.observed, transient)
+    return CheckRun(
+        spec_.id, spec_.requirements, duration, findings, ctx.client.observed, transient, blocked_by=blocked_by
+    )
 
 
 async def _rerun_transient(
@@ -286,11 +291,12 @@ ALONE_ATTEMPTS = 3
 async def _judge_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment) -> None:
     """Run again, one at a time with nothing else running, every check whose duration rules did not pass, or whose
     race did not happen (CheckSpec.timed, .raced), unless it met transient errors (those are judged FLAKY or not by
-    their re-run): up to ALONE_ATTEMPTS times, until an attempt leaves nothing to judge again. The check is judged on
-    its last attempt."""
+    their re-run), or was blocked by a rule of another check (which judges that rule; alone, its scenario would be
+    blocked again): up to ALONE_ATTEMPTS times, until an attempt leaves nothing to judge again. The check is judged
+    on its last attempt."""
     for index, first in enumerate(check_runs):
         spec_ = specs[first.id]
-        if first.rerun is not None:
+        if first.rerun is not None or first.blocked_by is not None:
             continue
         failed = [f.message for f in first.all_findings if spec_.judged_alone_after(f)]
         if not failed:

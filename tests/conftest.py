@@ -1,6 +1,7 @@
 """Shared test set-up: tests run from the repository root, offline, against spec/ as it is on disk."""
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,24 @@ def duration_key(nodeid: str) -> str:
     return ".".join([path.removesuffix(".py").replace("/", "."), *rest[:-1]]) + "::" + rest[-1]
 
 
+@cache
+def measured_seconds() -> dict[str, float]:
+    return json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+
+def seconds_of(nodeid: str) -> float:
+    return measured_seconds().get(duration_key(nodeid), 0.0)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """The workers' scheduler for `--dist loadgroup` (tests/scheduling.py: longest units first, short behind long)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.scheduling import LongestFirstScheduling
+
+    return LongestFirstScheduling(config, log, seconds=seconds_of)
+
+
 def _group(item: pytest.Item) -> str:
     marker = item.get_closest_marker("xdist_group")
     return str(marker.args[0]) if marker is not None else item.nodeid
@@ -44,8 +63,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if getattr(getattr(item, "module", None), "XDIST_SPREAD", False):
             continue
         item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     totals: dict[str, float] = {}
     for item in items:
-        totals[_group(item)] = totals.get(_group(item), 0.0) + seconds.get(duration_key(item.nodeid), 0.0)
+        totals[_group(item)] = totals.get(_group(item), 0.0) + seconds_of(item.nodeid)
     items.sort(key=lambda item: -totals[_group(item)])  # stable: a group keeps its own order

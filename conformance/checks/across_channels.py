@@ -116,7 +116,7 @@ async def busy_across(ctx: CheckContext) -> None:
     running_run = run_tag(ctx, "b-run")
     body = client(ctx).request(first, "cs-slow", session_id=session, run=running_run)
     running = asyncio.create_task(client(ctx).post(first, body))
-    if not await model_reached(ctx, running_run, ctx.target.stream_deadline):
+    if not await model_reached(ctx, running_run, ctx.target.stream_deadline, running):
         await running
         raise NotTestable(f"the slow turn on {first.name} never reached the fake LLM: no turn held the session")
     others = await asyncio.gather(

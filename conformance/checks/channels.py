@@ -338,7 +338,7 @@ async def abort(ctx: CheckContext) -> None:
         run = run_tag(ctx, f"a-{chosen.name}")
         body = client(ctx).request(chosen, script, session_id=session, run=run)
         streaming = asyncio.create_task(client(ctx).post(chosen, body))
-        if not await model_reached(ctx, run, ctx.target.stream_deadline):
+        if not await model_reached(ctx, run, ctx.target.stream_deadline, streaming):
             return await streaming, None, 0.0, 0.0
         asked = time.monotonic()
         exchange = await ctx.client.call("POST", f"/sessions/{session}/abort", operation="abortSessionTurn")

@@ -9,6 +9,7 @@ written once: one scripted turn on a declared endpoint, judged in every way a tu
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from collections.abc import Callable
@@ -263,9 +264,16 @@ async def not_received(ctx: CheckContext, run: str, texts: list[str]) -> list[st
     return [text for text in texts if text not in seen]
 
 
-async def model_reached(ctx: CheckContext, run: str, seconds: float) -> bool:
-    """The fake LLM received the turn's first generation (the turn holds its session)."""
-    return bool(await wait_for(lambda: generation_started(ctx, [run]), seconds=seconds, interval=0.05))
+async def model_reached(ctx: CheckContext, run: str, seconds: float, turn: asyncio.Future[Any]) -> bool:
+    """The fake LLM received the turn's first generation (the turn holds its session). False at once when the
+    turn's request (`turn`) has ended first: a turn that failed before its model (an error) never will."""
+
+    async def probe() -> str | None:
+        if await generation_started(ctx, [run]):
+            return "reached"
+        return "ended" if turn.done() else None
+
+    return await wait_for(probe, seconds=seconds, interval=0.05) == "reached"
 
 
 async def settled_session(ctx: CheckContext, session: str, want_messages: int) -> dict[str, Any] | None:

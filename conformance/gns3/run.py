@@ -84,7 +84,7 @@ def default_doc(version: str) -> Path:
     return REPO / "docs" / f"{target_name(version)}.md"
 
 
-def _inside(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
+def _inside(version: str, report_dir: Path, doc: Path, jobs: int, only: tuple[str, ...]) -> int:
     from conformance.engine import run_suite
     from conformance.findings_doc import write_findings
     from conformance.reports import write_reports
@@ -94,7 +94,7 @@ def _inside(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     target = load_target(target_name(version))
-    result = run_suite(target, jobs=jobs)
+    result = run_suite(target, jobs=jobs, only=list(only) or None)
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = write_reports(result, report_dir)
     click.echo(summary_text(report_data(result)))
@@ -104,7 +104,7 @@ def _inside(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
     return 0 if result.passed else 1
 
 
-def run_version(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
+def run_version(version: str, report_dir: Path, doc: Path, jobs: int, only: tuple[str, ...] = ()) -> int:
     """Install (cached), then run the suite against one release inside `unshare -rn`; the run's exit code."""
     started = time.monotonic()
     ensure_gns3_venv(version)
@@ -128,6 +128,7 @@ def run_version(version: str, report_dir: Path, doc: Path, jobs: int) -> int:
         str(doc),
         "--jobs",
         str(jobs),
+        *(arg for selector in only for arg in ("--only", selector)),
     ]
     code = subprocess.run(command, env=env, cwd=REPO).returncode
     click.echo(f"GNS3 {version} run took {time.monotonic() - started:.0f} s (exit {code})")
@@ -171,12 +172,25 @@ def _version(_ctx, _param, value: str) -> str:
     help="The findings document generated from conformance.json.  [default: docs/gns3-<version>.md]",
 )
 @click.option("--jobs", default=6, show_default=True, help="Checks run at the same time.")
+@click.option(
+    "--only",
+    multiple=True,
+    help="Run only the checks that judge these (requirement ids, areas or check ids, as `copilot-conformance run "
+    "--only`); repeat the option for several. Not with --matrix.",
+)
 def main(
-    version: str, matrix: bool, doc_only: bool, resolve_pins: bool, report_dir: Path | None, doc: Path | None, jobs: int
+    version: str,
+    matrix: bool,
+    doc_only: bool,
+    resolve_pins: bool,
+    report_dir: Path | None,
+    doc: Path | None,
+    jobs: int,
+    only: tuple[str, ...],
 ) -> None:
     """Run the conformance suite against a gns3-server 3.1 pre-release in a loopback-only network namespace."""
     if os.environ.get(INSIDE) == "1":
-        sys.exit(_inside(version, report_dir.resolve(), doc.resolve(), jobs))
+        sys.exit(_inside(version, report_dir.resolve(), doc.resolve(), jobs, only))
     if resolve_pins:
         from .pins import resolve_pins as resolve
 
@@ -184,7 +198,16 @@ def main(
         return
     if doc_only and not matrix:
         raise click.UsageError("--doc-only goes with --matrix")
+    if only:
+        from conformance.checks import SelectionError, select
+
+        try:
+            select(list(only))  # a wrong selector is the caller's error, before anything is installed or started
+        except SelectionError as exc:
+            raise click.UsageError(str(exc)) from exc
     if matrix:
+        if only:
+            raise click.UsageError("--only goes with one --version, not with --matrix (the matrix is every check)")
         if report_dir or doc:
             raise click.UsageError("--matrix writes every release's default reports and documents")
         sys.exit(_matrix(jobs, doc_only))
@@ -194,6 +217,7 @@ def main(
             (report_dir or default_report_dir(version)).resolve(),
             (doc or default_doc(version)).resolve(),
             jobs,
+            only,
         )
     )
 

@@ -7,6 +7,7 @@ import pytest
 
 import gns3_copilot_spec as spec
 from conformance.checks import load_all
+from tests.quality.runs import SHARES_REFERENCE_RUN, reference_run
 
 
 def test_every_requirement_has_an_existing_check_or_an_exclusion_reason():
@@ -22,10 +23,8 @@ def test_every_requirement_has_an_existing_check_or_an_exclusion_reason():
 
 
 @pytest.mark.slow  # whole suite runs or servers: left out of --quick
-@pytest.mark.xdist_group("reference-run")  # shares the built-in run with tests/quality (SHARES_REFERENCE_RUN)
+@SHARES_REFERENCE_RUN  # the built-in run of tests/quality, made once per worker
 def test_the_built_in_reference_run_judges_every_requirement_that_is_not_excluded():
-    from tests.quality.runs import reference_run
-
     result = reference_run()
     judged = {v.id for v in result.verdicts if v.findings}
     expected = {r["id"] for r in spec.load_requirements()["requirements"] if "excluded" not in r}

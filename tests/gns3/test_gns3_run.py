@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.gns3 import VERSIONS
 from conformance.gns3.matrix import committed_verdicts, summarize
 from conformance.gns3.run import ensure_gns3_venv, network_namespace_available
+from tests.third_party import TESTED_GNS3_VERSIONS
 
 pytestmark = pytest.mark.slow  # installs and judges gns3-server: left out of `python3 tasks.py test --quick`
 XDIST_SPREAD = True  # each test installs and judges a server of its own: any worker may take it
@@ -22,38 +22,45 @@ XDIST_SPREAD = True  # each test installs and judges a server of its own: any wo
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("version", [VERSIONS[0], VERSIONS[-1]])
+def _gns3_run(version: str, folder: Path, *only: str, check: bool = True) -> tuple[dict, str, str]:
+    """`python -m conformance.gns3.run` for one release (its checks judging `only`, or all): the report's data, the
+    findings document and the run's last line. With `check`, the run must pass (exit 0)."""
+    reports, doc = folder / "reports", folder / "gns3.md"
+    selection = [arg for rid in only for arg in ("--only", rid)]
+    command = [sys.executable, "-m", "conformance.gns3.run", "--version", version, "--report-dir", str(reports)]
+    completed = subprocess.run(
+        [*command, "--doc", str(doc), *selection], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert completed.returncode in ((0,) if check else (0, 1)), completed.stdout[-4000:] + completed.stderr[-3000:]
+    return json.loads((reports / "conformance.json").read_text()), doc.read_text(), completed.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("version", TESTED_GNS3_VERSIONS)
 def test_the_gns3_run_matches_its_baseline(tmp_path, version):
     if not network_namespace_available():
         pytest.skip("no network namespace here (`unshare -rn` and `ip` are needed): the GNS3 run cannot be isolated")
     ensure_gns3_venv(version)  # needs the package registry the first time; cached in .cache/ afterwards
-    reports, doc = tmp_path / "reports", tmp_path / "gns3.md"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "conformance.gns3.run",
-            "--version",
-            version,
-            "--report-dir",
-            str(reports),
-            "--doc",
-            str(doc),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-3000:]
-    data = json.loads((reports / "conformance.json").read_text())
-    assert data["passed"] and data["target"]["name"] == f"gns3-{version}"
-    verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
-    assert not {"FAIL", "STALE", "ERROR"} & set(verdicts.values())
-    # ... and the verdicts docs/gns3-versions.md shows for this release are still what a run gives
-    assert summarize(data)["requirements"] == committed_verdicts()[version]["requirements"]
-    text = doc.read_text()
-    for rid, verdict in verdicts.items():
-        if verdict == "XFAIL":
+    data, text, last_line = _gns3_run(version, tmp_path / "run", check=False)
+    assert data["target"]["name"] == f"gns3-{version}"
+    # The verdicts docs/gns3-versions.md shows for this release (none FAIL, STALE or ERROR) are still what a run
+    # gives. A verdict that differs is tolerated only where a run of its checks alone gives the baseline again: the
+    # server met transient errors (FLAKY) or the machine's load during the whole run, and nothing else differs.
+    baseline = committed_verdicts()[version]["requirements"]
+    expected = {r["id"]: r for r in baseline}
+    got = {r["id"]: r for r in summarize(data)["requirements"]}
+    assert set(got) == set(expected)
+    differing = sorted(rid for rid in got if got[rid] != expected[rid])
+    if differing:
+        alone, _, _ = _gns3_run(version, tmp_path / "alone", *differing)
+        again = {r["id"]: r for r in summarize(alone)["requirements"] if r["id"] in differing}
+        assert again == {rid: expected[rid] for rid in differing}, (
+            f"differing from the baseline in the whole run: {[got[rid] for rid in differing]}"
+        )
+        print(f"\ndiffered in the whole run, the baseline again alone: {[got[rid] for rid in differing]}")
+    else:
+        assert data["passed"]
+    for rid, record in expected.items():
+        assert record["verdict"] not in {"FAIL", "STALE", "ERROR"}
+        if record["verdict"] == "XFAIL":
             assert f"### {rid} (" in text  # every known deviation is documented with its evidence
-    print(f"\n{completed.stdout.splitlines()[-1]}")
+    print(f"\n{last_line}")
