@@ -8,7 +8,15 @@ from types import SimpleNamespace
 
 from tests.scheduling import LongestFirstScheduling
 
-SECONDS = {"gns3_a1": 480.0, "gns3_a7": 370.0, "mutants": 120.0, "packaging": 110.0, "tiny_1": 0.1, "tiny_2": 0.1, "tiny_3": 0.1}
+SECONDS = {
+    "gns3_a1": 480.0,
+    "gns3_a7": 370.0,
+    "mutants": 120.0,
+    "packaging": 110.0,
+    "tiny_1": 0.1,
+    "tiny_2": 0.1,
+    "tiny_3": 0.1,
+}
 
 
 class Worker:

@@ -15,6 +15,7 @@ from conformance.engine import RunResult, run
 from conformance.findings import Verdict
 from conformance.target import Target, load_target, parse_target
 
+from .fork_server import fork_server
 from .mutants import MUTANTS
 from .scenario_missing import SCENARIO_MISSING
 
@@ -61,13 +62,17 @@ def mutant_areas(name: str) -> list[str]:
 SHARES_REFERENCE_RUN = pytest.mark.xdist_group("reference-run")
 
 
-def mutant_target(name: str) -> Target:
+def mutant_target(name: str, *, forked: bool = True) -> Target:
+    """The built-in target, served by the variant `name` (tests/quality/mutant_server.py): forked from this process's
+    fork server (tests/quality/fork_server.py) unless `forked` is False or forking is not available."""
     base = load_target(None)
     data = copy.deepcopy(base.data)
     data["name"] = f"mutant-{name}"
     command = data["start"]["command"]
     at = command.index("reference_server")
-    data["start"]["command"] = [*command[:at], "tests.quality.mutant_server", name, *command[at + 1 :]]
+    socket_path = fork_server() if forked else None
+    server = ["tests.quality.fork_client", socket_path] if socket_path else ["tests.quality.mutant_server"]
+    data["start"]["command"] = [*command[:at], *server, name, *command[at + 1 :]]
     data["start"]["env"] = {"PYTHONPATH": "{repo}"}
     return parse_target(data, path=base.path)
 

@@ -1,0 +1,137 @@
+"""Variant servers forked from one process that has imported the reference server once.
+
+The test command judges some 130 variants of the reference server (mutants, answer breakers, flaky servers,
+scenario preventers), each in a server process of its own. Importing the server (LangGraph, LangChain, the OpenAI
+client, FastAPI) costs about 2 s of CPU, paid again by every variant; on the 2-core machine the test command is
+CPU-bound, so that was minutes of its wall time. A fork server per pytest process imports it once; each variant is
+a fork of it, which applies its change and serves, exactly as `python -m tests.quality.mutant_server` does.
+
+The suite still starts, watches and stops the variant by pid, as it does any target: its command is
+`python -m tests.quality.fork_client SOCKET NAME [options]`, a small process that hands its stdin, stdout and stderr
+to the fork, passes on SIGTERM and SIGINT, and ends with the fork's exit code. The fork ends when the client does,
+even when the client is killed (it watches their connection).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from functools import cache
+from pathlib import Path
+
+MAX_REQUEST = 1 << 20  # a request: the variant's arguments, environment and folder, as JSON
+
+
+def _serve_forever(path: str, parent: int) -> None:
+    import reference_server.app  # noqa: F401 - the imports every fork shares
+    import reference_server.cli  # noqa: F401
+    import tests.quality.mutant_server  # noqa: F401
+
+    if threading.active_count() != 1:  # a fork copies only the forking thread: no other may hold a lock then
+        sys.exit(f"the fork server has {threading.active_count()} threads after its imports; it needs exactly one")
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forks are reaped by the kernel; the clients hold their codes
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    listener.settimeout(1.0)
+    print("ready", flush=True)
+    while os.getppid() == parent:  # the pytest process that started it is gone: so is the need for forks
+        try:
+            connection, _ = listener.accept()
+        except TimeoutError:
+            continue
+        connection.settimeout(None)
+        message, fds, _flags, _address = socket.recv_fds(connection, MAX_REQUEST, 3)
+        if os.fork() == 0:
+            listener.close()
+            _run_variant(connection, json.loads(message), fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        connection.close()
+
+
+def _run_variant(connection: socket.socket, request: dict, fds: list[int]) -> None:
+    """In the fork: the client's stdio, environment and folder; its death is this process's end."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 - the process's own stdio
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        connection.sendall(f"pid {os.getpid()}\n".encode())
+        threading.Thread(target=_end_with_client, args=(connection,), daemon=True).start()
+        sys.argv = ["tests.quality.mutant_server", *request["argv"]]
+        from tests.quality.mutant_server import main
+
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - the variant's own failure, told to the suite through its stderr
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            connection.sendall(f"exit {code}\n".encode())
+        finally:
+            os._exit(code)
+
+
+def _end_with_client(connection: socket.socket) -> None:
+    """The client never writes after its request: end of file means it ended, however it did."""
+    try:
+        while connection.recv(1):
+            pass
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@cache
+def fork_server() -> str | None:
+    """The socket of this process's fork server, started on first use and stopped when this process exits; None
+    where forking is not available (the variants then start as processes of their own)."""
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return None
+    folder = tempfile.mkdtemp(prefix="variant-forks-")
+    path = str(Path(folder) / "socket")
+    with open(Path(folder) / "errors.log", "w") as errors:  # noqa: PTH123 - the fork server's own complaints
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.quality.fork_server", path, str(os.getpid())],
+            cwd=Path(__file__).resolve().parents[2],
+            stdin=subprocess.DEVNULL,  # not this process's stdin: a pytest-xdist worker's is its channel
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+    ready = process.stdout.readline().strip()
+    if ready != "ready":
+        process.kill()
+        raise RuntimeError(f"the fork server did not start: {ready}{(Path(folder) / 'errors.log').read_text()}")
+
+    def stop() -> None:
+        process.kill()
+        process.wait()
+
+    atexit.register(stop)
+    return path
+
+
+if __name__ == "__main__":
+    _serve_forever(sys.argv[1], int(sys.argv[2]))
