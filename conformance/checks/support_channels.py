@@ -144,14 +144,6 @@ async def require_scripted(ctx: CheckContext, turn: Turn, requirement: str, *, c
     raise Blocked(requirement, why, (answer.exchange,))
 
 
-def require_stream(ctx: CheckContext, answer: ChannelAnswer, requirement: str) -> None:
-    """Stop the check unless the turn was answered 200 with an SSE stream the server ended."""
-    if answer.status != 200 or not answer.streamed:
-        raise Blocked(requirement, f"the turn was not streamed: {answer.describe()}", (answer.exchange,))
-    if not answer.completed:
-        raise Blocked(requirement, f"the stream did not end: {answer.describe()}", (answer.exchange,))
-
-
 def record(ctx: CheckContext, violations: list[Violation], answer: ChannelAnswer, judged: set[str]) -> None:
     """One finding per requirement of `judged`: failed with the violations that name it, else passed."""
     by_rule: dict[str, list[str]] = {}
@@ -163,14 +155,6 @@ def record(ctx: CheckContext, violations: list[Violation], answer: ChannelAnswer
         ctx.findings.expect(
             requirement, not messages, f"{answer.endpoint.name}: " + "; ".join(messages[:4]) + more, answer.exchange
         )
-
-
-def text_violations(turn: Turn, requirement: str) -> list[Violation]:
-    """The answer's text is exactly the script's (what the fake LLM streamed before any failure)."""
-    got, want = turn.answer.text, turn.expected.text
-    if got == want:
-        return []
-    return [Violation(requirement, f"the streamed text is {got!r}; the fake LLM streamed {want!r}")]
 
 
 async def usage_violations(ctx: CheckContext, turn: Turn, requirement: str = "CHANNEL-008") -> list[Violation]:
@@ -249,10 +233,6 @@ async def gns3_turn(ctx: CheckContext, script: str, run: str, session_id: str | 
 def new_session(chosen: Endpoint) -> str:
     """A session id the suite makes up: UI and AG-UI clients name their chats; OpenAI's metadata may too."""
     return chosen.new_session_id() or str(uuid.uuid4())
-
-
-def contract_path(ctx: CheckContext, channel: str) -> str:
-    return ctx.env.prefix() + CONTRACT_PATHS[channel]
 
 
 async def not_received(ctx: CheckContext, run: str, texts: list[str]) -> list[str]:

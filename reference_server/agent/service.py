@@ -48,10 +48,6 @@ class AgentService:
         self.running: dict[str, Turn | None] = {}  # None: reserved, the turn is starting
         self._aborted_while_starting: set[str] = set()
 
-    @property
-    def db_path(self) -> Path:
-        return database_path(self.project_dir)
-
     async def open(self) -> None:
         self.storage = await self.store.open_project(self.project_id, self.project_dir)
         self.repo, self.saver, self.leases = self.storage.repo, self.storage.saver, self.storage.leases
