@@ -56,27 +56,26 @@ def _becomes(port: int, serving: bool) -> bool:
     return _serving(port) == serving
 
 
-def test_a_forked_variant_serves_and_stops_on_sigterm(tmp_path):
+def _served_then_stopped(tmp_path, stop) -> subprocess.Popen:
+    """A variant that serves, then `stop` applied to its client (whatever the assertions did); the client, ended."""
     port = free_port()
     client = _variant(tmp_path, port)
     try:
         assert _becomes(port, serving=True)
     finally:
-        client.terminate()
+        stop(client)
     client.wait(stretched(15))
-    assert "Application shutdown complete" in client.stdout.read()  # the variant's own graceful end, seen by us
     assert _becomes(port, serving=False)
+    return client
+
+
+def test_a_forked_variant_serves_and_stops_on_sigterm(tmp_path):
+    client = _served_then_stopped(tmp_path, subprocess.Popen.terminate)
+    assert "Application shutdown complete" in client.stdout.read()  # the variant's own graceful end, seen by us
 
 
 def test_a_forked_variant_ends_when_its_client_is_killed(tmp_path):
-    port = free_port()
-    client = _variant(tmp_path, port)
-    try:
-        assert _becomes(port, serving=True)
-    finally:
-        client.kill()
-        client.wait()
-    assert _becomes(port, serving=False)
+    _served_then_stopped(tmp_path, subprocess.Popen.kill)
 
 
 def test_an_unknown_variant_ends_its_client_with_the_usage(tmp_path):
