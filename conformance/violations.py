@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -14,3 +16,9 @@ class Violation:
     def __str__(self) -> str:
         where = f" (event {self.index})" if self.index is not None else ""
         return f"{self.requirement}{where}: {self.message}"
+
+
+def short(value: Any, limit: int = 300) -> str:
+    """A value in a message, cut at `limit` characters (JSON for anything but text)."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -127,3 +127,16 @@ async def read_ui(bodies: list[str]) -> list[ClientRead]:
 
 async def read_ag_ui(cases: list[dict[str, Any]]) -> list[ClientRead]:
     return await asyncio.to_thread(ag_ui, cases)
+
+
+def client_model_ids(body: str) -> list[str] | str:
+    """The ids the `openai` client lists from the recorded body, or its error."""
+    answer = httpx.Response(200, text=body, headers={"content-type": "application/json"})
+    transport = httpx.MockTransport(lambda request: answer)
+    try:
+        with openai.OpenAI(
+            api_key="recorded", base_url="http://recorded.invalid/v1", http_client=httpx.Client(transport=transport)
+        ) as replaying:
+            return [model.id for model in replaying.models.list()]
+    except Exception as exc:  # noqa: BLE001 - whatever the client raises is its verdict
+        return f"{type(exc).__name__}: {exc}"

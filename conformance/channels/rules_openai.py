@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
-from ..violations import Violation
+from ..violations import Violation, short
 from . import official
 from .sse import INVALID
 
@@ -54,11 +54,6 @@ def error_body_problems(payload: Any) -> list[str]:
     return ["/" + "/".join(str(p) for p in e.absolute_path) + f": {e.message}" for e in found]
 
 
-def _short(value: Any, limit: int = 240) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def _framing(answer: ChannelAnswer, requirement: str, *, events: bool) -> list[Violation]:
     """The content type, LF framing, the fields of each frame, nothing left unfinished."""
     found = []
@@ -71,12 +66,12 @@ def _framing(answer: ChannelAnswer, requirement: str, *, events: bool) -> list[V
     if sse.line_ends - {"\n"}:
         found.append(Violation(requirement, f"lines end with {sorted(map(repr, sse.line_ends))}, not LF alone"))
     if sse.unterminated.strip():
-        found.append(Violation(requirement, f"the stream ends inside a frame: {_short(sse.unterminated)}"))
+        found.append(Violation(requirement, f"the stream ends inside a frame: {short(sse.unterminated)}"))
     for frame in sse.messages:
         if frame.unknown_fields:
             found.append(Violation(requirement, f"unknown SSE fields {frame.unknown_fields}", frame.index))
         if frame.data is None:
-            found.append(Violation(requirement, f"a frame without data: {_short(frame.raw)}", frame.index))
+            found.append(Violation(requirement, f"a frame without data: {short(frame.raw)}", frame.index))
         if not events and frame.event is not None:
             found.append(Violation(requirement, f"an `event:` line in a Chat Completions stream ({frame.event})"))
     return found
@@ -99,7 +94,7 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
             continue
         payload = frame.json()
         if payload is INVALID or not isinstance(payload, dict):
-            found.append(Violation(CHAT, f"a frame that is not a JSON object: {_short(frame.data or '')}", frame.index))
+            found.append(Violation(CHAT, f"a frame that is not a JSON object: {short(frame.data or '')}", frame.index))
         elif "error" in payload:
             if error_at is not None:
                 found.append(Violation(ERROR, "a second error frame", frame.index))
@@ -107,7 +102,7 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
             found += _error_frame(payload, frame.index, expected)
         else:
             if error_at is not None:
-                found.append(Violation(ERROR, f"a chunk after the error frame: {_short(payload)}", frame.index))
+                found.append(Violation(ERROR, f"a chunk after the error frame: {short(payload)}", frame.index))
             for problem in official.errors("openai_chat_completion_chunk", payload)[:2]:
                 found.append(Violation(CHAT, f"not a ChatCompletionChunk: {problem}", frame.index))
             chunks.append((frame.index, payload))
@@ -164,7 +159,7 @@ def _tool_deltas(chunks: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
                     continue
                 function = call.get("function") if isinstance(call.get("function"), dict) else {}
                 if call.get("index") not in named and not function.get("name"):
-                    found.append(Violation(CHAT, f"a tool call delta before its name: {_short(call)}", index))
+                    found.append(Violation(CHAT, f"a tool call delta before its name: {short(call)}", index))
                 named.add(call.get("index"))
     return found
 
@@ -177,7 +172,7 @@ def _chunk_order(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, 
     ident = (first.get("id"), first.get("created"), first.get("model"))
     for index, chunk in chunks:
         if not isinstance(chunk.get("id"), str) or not chunk.get("id"):
-            found.append(Violation(CHAT, f"a chunk has no id: {_short(chunk)}", index))
+            found.append(Violation(CHAT, f"a chunk has no id: {short(chunk)}", index))
             break
     for index, chunk in chunks[1:]:
         other = (chunk.get("id"), chunk.get("created"), chunk.get("model"))
@@ -186,14 +181,14 @@ def _chunk_order(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, 
             break
     choices = _choices(first) or [{}]
     if not isinstance(choices[0], dict) or choices[0].get("delta") != {"role": "assistant", "content": ""}:
-        found.append(Violation(CHAT, f"the first delta is not {{role: assistant, content: ''}}: {_short(first)}"))
+        found.append(Violation(CHAT, f"the first delta is not {{role: assistant, content: ''}}: {short(first)}"))
     found += _tool_deltas(chunks)
     finishes = []
     usage_chunks = []
     for position, (index, chunk) in enumerate(chunks):
         listed = _choices(chunk)
         if len(listed) > 1 or any(isinstance(c, dict) and c.get("index") != 0 for c in listed):
-            found.append(Violation(CHAT, f"choices other than the one of index 0 (n is 1): {_short(listed)}", index))
+            found.append(Violation(CHAT, f"choices other than the one of index 0 (n is 1): {short(listed)}", index))
         for choice in listed:
             if isinstance(choice, dict) and choice.get("finish_reason") is not None:
                 finishes.append((position, index, choice))
@@ -212,9 +207,7 @@ def _chunk_order(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, 
     else:
         position, index, choice = finishes[0]
         if choice.get("finish_reason") != "stop" or choice.get("delta") not in ({}, None):
-            found.append(
-                Violation(CHAT, f"the finish chunk is not an empty delta with `stop`: {_short(choice)}", index)
-            )
+            found.append(Violation(CHAT, f"the finish chunk is not an empty delta with `stop`: {short(choice)}", index))
         last_content = max((p for p, (_, c) in enumerate(chunks) if _delta_text(c)), default=-1)
         if last_content > position:
             found.append(Violation(CHAT, "content after the finish chunk", chunks[last_content][0]))
@@ -242,7 +235,7 @@ def judge_responses(answer: ChannelAnswer, expected: ExpectedTurn | None) -> lis
     for frame in answer.sse.messages:
         payload = frame.json()
         if payload is INVALID or not isinstance(payload, dict):
-            found.append(Violation(RESPONSES, f"a frame that is not a JSON object: {_short(frame.raw)}", frame.index))
+            found.append(Violation(RESPONSES, f"a frame that is not a JSON object: {short(frame.raw)}", frame.index))
             continue
         if frame.event != payload.get("type"):
             found.append(

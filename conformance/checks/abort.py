@@ -18,24 +18,21 @@ from ..exchanges import Exchange, json_or_none
 from ..machine_load import stretched
 from ..preflight import SLOW_TOOL_AT_LEAST
 from . import check
+from .blame import require_served, unless_stream_blocked
 from .support import (
-    describe,
     find_session,
     generation_started,
     got,
     history,
     require_capability,
-    require_served,
     scenario_or,
-    script_text,
-    served,
     setup_turn,
-    unless_blocked,
     wait_for,
     worker,
     worker_name,
 )
 from .support_stats import settled_stats_problems
+from .turns import describe, script_text, served
 
 ABORT_WITHIN = 5.0  # seconds (ABORT-002)
 
@@ -118,7 +115,7 @@ async def _abort_running_turn(ctx: CheckContext, scenario: str, session: str, ru
         stream.cancel()
         sign = "a tool_start event" if scenario == "cs-slow-tool" else "its generation reaching the fake LLM"
         if result is not None:  # the turn ended first: it may be the server's basic turns that fail
-            await unless_blocked(ctx, result, scenario)
+            await unless_stream_blocked(ctx, result, scenario)
         ctx.findings.require(
             False,
             "ABORT-002",

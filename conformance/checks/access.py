@@ -16,17 +16,8 @@ from ..errors import NotTestable
 from ..exchanges import Exchange, json_or_none
 from ..operations import chat_endpoints
 from . import check
-from .support import (
-    call_operation,
-    completed_turn,
-    describe,
-    error_code,
-    got,
-    history,
-    judge_not_streamed,
-    message_keys,
-    setup_turn,
-)
+from .support import call_operation, error_code, got, history, judge_not_streamed, message_keys, setup_turn
+from .turns import completed_turn, describe
 
 DENIED = (403, "project_access_denied")
 

@@ -12,35 +12,25 @@ from __future__ import annotations
 
 import asyncio
 
+from ..channels.client import ChannelClient
 from ..context import CheckContext
 from ..errors import Blocked, NotTestable
 from ..exchanges import json_or_none
 from ..scenarios import TITLE
 from . import check
-from .support import (
-    RENAMED_TITLE,
-    as_scripted,
-    error_code,
-    expected_roles,
-    find_session,
-    history,
-    raise_if_blocked,
-    wait_for,
-)
+from .blame import raise_if_blocked, require_scripted
+from .support import RENAMED_TITLE, error_code, expected_roles, find_session, history, wait_for
 from .support_channels import (
     SETTLE_SECONDS,
-    client,
     endpoints,
     gns3_turn,
     judge_refusal,
     model_reached,
     new_session,
     not_received,
-    post_turn,
-    require_scripted,
-    run_tag,
     settled_session,
 )
+from .turns import as_scripted, post_turn, run_tag
 
 
 @check("across_channels.one_session")
@@ -114,8 +104,8 @@ async def busy_across(ctx: CheckContext) -> None:
     await require_scripted(ctx, setup, "CHANNEL-002")
     session = setup.answer.session_id or session
     running_run = run_tag(ctx, "b-run")
-    body = client(ctx).request(first, "cs-slow", session_id=session, run=running_run)
-    running = asyncio.create_task(client(ctx).post(first, body))
+    body = ChannelClient(ctx).request(first, "cs-slow", session_id=session, run=running_run)
+    running = asyncio.create_task(ChannelClient(ctx).post(first, body))
     if not await model_reached(ctx, running_run, ctx.target.stream_deadline, running):
         await running
         raise NotTestable(f"the slow turn on {first.name} never reached the fake LLM: no turn held the session")
@@ -200,7 +190,7 @@ async def statistics(ctx: CheckContext) -> None:
     for turn in turns:
         await require_scripted(ctx, turn, "CHANNEL-003")
     if not as_scripted(ctx, gns3, script):
-        await raise_if_blocked(ctx, script, "CHANNEL-003", f"the GNS3 {script} turn was not served")
+        await raise_if_blocked(ctx, None, [script], "CHANNEL-003", f"the GNS3 {script} turn was not served")
         raise Blocked("CHANNEL-003", f"the GNS3 {script} turn was not served: {gns3.exchange.describe()}")
     fields = ("message_count", "llm_calls_count", "input_tokens", "output_tokens")
     messages = len(expected_roles(ctx.env.scripts[script]))

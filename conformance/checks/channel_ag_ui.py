@@ -9,22 +9,19 @@ import uuid
 from typing import Any
 
 from ..channels import official, rules_ag_ui
-from ..channels.client import ChannelAnswer
+from ..channels.client import ChannelAnswer, ChannelClient
 from ..channels.expected import ExpectedTurn, expected_turn
 from ..channels.real_clients import ClientRead
 from ..context import CheckContext
 from ..errors import HarnessError
-from ..violations import Violation
+from ..violations import Violation, short
 from . import check
-from .support_channels import Turn, client, endpoint, post_turn, real_client_reads, record, run_tag, unless_blocked
+from .blame import unless_blocked
+from .support_channels import endpoint, real_client_reads, record
+from .turns import Turn, post_turn, run_tag
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _tool_calls(read: ClientRead) -> list[tuple[Any, Any]]:
@@ -55,7 +52,7 @@ def client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violatio
             return [
                 Violation(
                     "AGUI-003",
-                    f"@ag-ui/client saw the failing run end with {_short(run_error)}, not a run error with code "
+                    f"@ag-ui/client saw the failing run end with {short(run_error)}, not a run error with code "
                     f"{rules_ag_ui.FAILED_CODE}",
                 )
             ]
@@ -68,9 +65,7 @@ def client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violatio
     want = [(call.name, call.arguments) for call in expected.tool_calls]
     if _tool_calls(read) != want:
         found.append(
-            Violation(
-                "AGUI-002", f"@ag-ui/client assembled the tool calls {_short(_tool_calls(read))}; expected {want}"
-            )
+            Violation("AGUI-002", f"@ag-ui/client assembled the tool calls {short(_tool_calls(read))}; expected {want}")
         )
     return found
 
@@ -83,7 +78,7 @@ def _event(answer: ChannelAnswer, kinds: tuple[str, ...]) -> dict[str, Any]:
 @check("channel_ag_ui.input")
 async def input_(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "ag_ui")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     thread_id = chosen.new_session_id() or str(uuid.uuid4())
     first_run, second_run = run_tag(ctx, "first"), run_tag(ctx, "second")
     # A RunAgentInput as HttpAgent sends it, with state and context (ignored) and a temperature in forwardedProps.

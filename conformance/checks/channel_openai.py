@@ -8,53 +8,94 @@ reached the model (instructions, the earlier turns of a continued session)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
 from ..channels import official, rules_openai
 from ..channels.client import ChannelAnswer, ChannelClient
-from ..channels.endpoints import SESSION_HEADER
+from ..channels.endpoints import SESSION_HEADER, Endpoint
 from ..channels.expected import expected_turn
-from ..context import CheckContext
-from ..exchanges import json_or_none
-from ..violations import Violation
-from . import check
-from .support_channels import (
-    Turn,
-    client,
-    endpoint,
-    post_turn,
-    real_client_reads,
-    record,
-    run_tag,
-    unless_blocked,
-    usage_violations,
-)
-from .support_openai import (
-    CHAT_SCENARIOS,
-    RESPONSES_SCENARIOS,
-    UNKNOWN_MEMBER,
-    UNKNOWN_MODEL,
-    WHOLE_SCENARIOS,
+from ..channels.real_clients import client_model_ids
+from ..channels.rules_openai_bodies import (
     chat_client_violations,
-    client_model_ids,
     completion_problems,
-    ended_stream,
     error_of,
     error_problems,
-    judged_turns,
-    missed_whole_turn,
     names_member,
     refused_as,
     response_problems,
     response_session,
     responses_client_violations,
-    scenario_label,
     session_header,
-    short,
-    system_prompt,
-    unless_streamed_turns_fail,
 )
+from ..context import CheckContext
+from ..exchanges import json_or_none
+from ..violations import Violation, short
+from . import check
+from .blame import raise_if_blocked, unless_blocked
+from .support_channels import endpoint, real_client_reads, record, usage_violations
+from .turns import Turn, post_turn, run_tag
+
+CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
+RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
+UNKNOWN_MEMBER = "conformance_unknown_member"
+UNKNOWN_MODEL = "conformance-no-such-model"
+
+
+def scenario_label(script: str) -> str:
+    return script.removeprefix("cs-")
+
+
+def ended_stream(answer: ChannelAnswer) -> bool:
+    return answer.status == 200 and answer.streamed and answer.completed
+
+
+async def judged_turns(ctx: CheckContext, turns: list[Turn], requirement: str) -> list[tuple[Turn, str | None]]:
+    """The turns to judge, each with why it did not go as scripted (None when it did). A turn not answered with a
+    stream the server ended is `requirement`'s failure at once (a 404: the endpoint is not served); the streamed ones
+    go through the controls of support_channels.unless_blocked (a plain turn not served: blocked, blaming nothing)."""
+    streamed = []
+    for turn in turns:
+        if ended_stream(turn.answer):
+            streamed.append(turn)
+            continue
+        ended = "" if turn.answer.completed else " (the stream did not end)"
+        why = f"the {turn.expected.script} turn was not streamed{ended}: {turn.answer.describe()}"
+        record(ctx, [Violation(requirement, why)], turn.answer, set())
+    whys = await unless_blocked(ctx, streamed) if streamed else []
+    return list(zip(streamed, whys, strict=True))
+
+
+async def system_prompt(ctx: CheckContext, run: str) -> tuple[str, str]:
+    """(the system messages, every message) the fake LLM's first generation of `run` received, as text."""
+    records = await ctx.llm.main_requests(run)
+    messages = records[0].get("messages") or [] if records else []
+    system = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
+    return json.dumps(system), json.dumps(messages)
+
+
+async def missed_whole_turn(ctx: CheckContext, turn: Turn) -> str | None:
+    """Why a non-streamed turn did not reach the fake LLM as its script says (None when it did)."""
+    generations = await ctx.llm.main_requests(turn.run)
+    steps = len(turn.expected.generations)
+    if turn.expected.fails and generations:
+        return None
+    if len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps]):
+        return None
+    return f"the {turn.expected.script} turn made {len(generations)} generation(s) of the fake LLM"
+
+
+async def unless_streamed_turns_fail(ctx: CheckContext, chosen: Endpoint, turns: list[Turn]) -> list[str | None]:
+    """For non-streamed turns: why each missed its script (missed_whole_turn); when one did, streamed controls on the
+    endpoint decide whether the check is blocked (blame.raise_if_blocked) or the failures are this answer's."""
+    whys = [await missed_whole_turn(ctx, turn) for turn in turns]
+    missed = [turn.expected.script for turn, why in zip(turns, whys, strict=True) if why]
+    if missed:
+        await raise_if_blocked(ctx, chosen, list(missed), "", "; ".join(w for w in whys if w))
+    return whys
+
 
 # --- OPENAI-001: the request -------------------------------------------------------------------------------------
 
@@ -62,7 +103,7 @@ from .support_openai import (
 @check("channel_openai.requests")
 async def requests(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_chat")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
 
     def body(label: str, *, session_id: str | None = None, **members: Any) -> dict[str, Any]:
         made = channel.request(chosen, "cs-plain", session_id=session_id, run=run_tag(ctx, label))
@@ -163,7 +204,7 @@ async def requests(ctx: CheckContext) -> None:
 @check("channel_openai.chat_stream")
 async def chat_stream(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_chat")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     scripts = [s for s in CHAT_SCENARIOS if s in ctx.env.scripts]
     turns = list(await asyncio.gather(*(post_turn(ctx, chosen, s, label=scenario_label(s)) for s in scripts)))
 
@@ -180,7 +221,7 @@ async def chat_stream(ctx: CheckContext) -> None:
     for (turn, why), read in zip(judged, reads, strict=True):
         include_usage = "stream_options" in (json_or_none(turn.answer.exchange.request_body or "") or {})
         found = rules_openai.judge_chat(turn.answer, turn.expected, include_usage)
-        found += session_header(turn.answer, "OPENAI-002") + chat_client_violations(read, turn)
+        found += session_header(turn.answer, "OPENAI-002") + chat_client_violations(read, turn.expected)
         if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
             found.append(Violation("OPENAI-004" if turn.expected.fails else "OPENAI-002", why))
         record(ctx, found, turn.answer, {"OPENAI-004"} if turn.expected.fails else {"OPENAI-002"})
@@ -220,7 +261,7 @@ async def chat_whole(ctx: CheckContext) -> None:
 async def errors(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_chat")
     responses = endpoint(ctx, "openai_responses")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     plain = channel.request(chosen, "cs-plain", run=run_tag(ctx, "refused"))
     answered = channel.request(responses, "cs-plain", run=run_tag(ctx, "refused-r"))
     cases: list[tuple[str, Any, int, str | None]] = [
@@ -259,7 +300,7 @@ async def errors(ctx: CheckContext) -> None:
 @check("channel_openai.responses")
 async def responses(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_responses")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     plain = expected_turn(ctx.env.scripts, "cs-plain")
     instruction = f"Conformance instruction {ctx.run}"
     labels = ("first", "previous", "metadata", "unknown", "store", "reasoning")
@@ -343,7 +384,9 @@ async def responses_stream(ctx: CheckContext) -> None:
     judged = await judged_turns(ctx, list(turns), "OPENAI-006")
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
     for (turn, why), read in zip(judged, reads, strict=True):
-        found = rules_openai.judge_responses(turn.answer, turn.expected) + responses_client_violations(read, turn)
+        found = rules_openai.judge_responses(turn.answer, turn.expected) + responses_client_violations(
+            read, turn.expected
+        )
         if why:
             found.append(Violation("OPENAI-006", why))
         record(ctx, found, turn.answer, {"OPENAI-006"})
@@ -355,7 +398,7 @@ async def responses_stream(ctx: CheckContext) -> None:
 @check("channel_openai.models")
 async def models(ctx: CheckContext) -> None:
     endpoint(ctx, "openai_chat")
-    channel: ChannelClient = client(ctx)
+    channel: ChannelClient = ChannelClient(ctx)
     listed = await channel.get("openai", "/models")
     ctx.findings.require(
         listed.status == 200,

@@ -10,24 +10,17 @@ import uuid
 from typing import Any
 
 from ..channels import node, official, rules_ui
-from ..channels.client import ChannelAnswer
+from ..channels.client import ChannelAnswer, ChannelClient
 from ..channels.expected import ExpectedTurn, expected_turn
 from ..channels.real_clients import ClientRead
 from ..context import CheckContext
 from ..errors import BlockedBy, NotTestable
 from ..exchanges import json_or_none
-from ..violations import Violation
+from ..violations import Violation, short
 from . import check
-from .support_channels import (
-    Turn,
-    client,
-    endpoint,
-    post_turn,
-    real_client_reads,
-    record,
-    run_tag,
-    unless_blocked,
-)
+from .blame import unless_blocked
+from .support_channels import endpoint, real_client_reads, record
+from .turns import Turn, post_turn, run_tag
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7
@@ -35,11 +28,6 @@ TEMPERATURE = 0.7
 
 def _label(script: str) -> str:
     return script.removeprefix("cs-")
-
-
-def _short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _tool_parts(message: Any) -> list[dict[str, Any]]:
@@ -75,7 +63,7 @@ def client_violations(read: ClientRead, expected: ExpectedTurn, answer: ChannelA
     got = [(str(p.get("type"))[5:], p.get("state"), p.get("input"), p.get("providerExecuted")) for p in tools]
     want = [(call.name, "output-available", call.arguments, True) for call in expected.tool_calls]
     if got != want:
-        found.append(Violation("UI-003", f"`ai` assembled the tool parts {_short(got)}; expected {_short(want)}"))
+        found.append(Violation("UI-003", f"`ai` assembled the tool parts {short(got)}; expected {short(want)}"))
     return found
 
 
@@ -88,7 +76,7 @@ async def validate_ui_messages(messages: list[Any]) -> list[dict[str, Any]]:
 @check("channel_ui.request")
 async def request(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "ui")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     session_id = chosen.new_session_id() or str(uuid.uuid4())
     first_run, second_run = run_tag(ctx, "first"), run_tag(ctx, "second")
     # The body DefaultChatTransport sends, with a temperature and members the contract does not know (ignored).
@@ -185,7 +173,7 @@ def _history_ids(history: Any) -> list[Any] | None:
 @check("channel_ui.messages")
 async def messages(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "ui")
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     session_id = chosen.new_session_id() or str(uuid.uuid4())
     turns = []
     for script in ("cs-tool", "cs-plain"):
@@ -246,7 +234,7 @@ def _structure(found: list[Any], turns: list[Any], reads: list[ClientRead]) -> l
     for number, (turn, read) in enumerate(zip(turns, reads, strict=True)):
         user, assistant = found[2 * number], found[2 * number + 1]
         if user.get("parts") != [{"type": "text", "text": turn.answer.message}]:
-            problems.append(f"user message {number} has the parts {_short(user.get('parts'))}, not the text sent")
+            problems.append(f"user message {number} has the parts {short(user.get('parts'))}, not the text sent")
         parts = assistant.get("parts") if isinstance(assistant.get("parts"), list) else []
         steps = sum(1 for p in parts if isinstance(p, dict) and p.get("type") == "step-start")
         if steps != len(turn.expected.generations):
@@ -257,10 +245,10 @@ def _structure(found: list[Any], turns: list[Any], reads: list[ClientRead]) -> l
         ]
         want = [(c.name, "output-available", c.arguments, True) for c in turn.expected.tool_calls]
         if tools != want or any("output" not in p for p in _tool_parts(assistant)):
-            problems.append(f"answer {number} has the tool parts {_short(tools)}; expected {_short(want)} with outputs")
+            problems.append(f"answer {number} has the tool parts {short(tools)}; expected {short(want)} with outputs")
         streamed = read.detail.get("message") if read.ok else None
         if isinstance(streamed, dict) and parts != streamed.get("parts"):
             problems.append(
-                f"answer {number}'s parts {_short(parts)} are not what its stream made {_short(streamed.get('parts'))}"
+                f"answer {number}'s parts {short(parts)} are not what its stream made {short(streamed.get('parts'))}"
             )
     return problems

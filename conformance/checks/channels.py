@@ -14,18 +14,18 @@ import time
 import uuid
 from typing import Any
 
-from ..channels.client import ChannelAnswer
+from ..channels.client import ChannelAnswer, ChannelClient
 from ..channels.endpoints import STREAMING, Endpoint
 from ..context import CheckContext
 from ..errors import NotTestable
 from ..exchanges import Exchange, json_or_none
 from . import check
+from .blame import require_scripted, unless_blocked
 from .support import (
     find_session,
 )
 from .support_channels import (
     CONTRACT_PATHS,
-    client,
     client_tool_bodies,
     endpoints,
     first_words,
@@ -35,13 +35,10 @@ from .support_channels import (
     model_reached,
     new_session,
     not_received,
-    post_turn,
     real_client_reads,
-    require_scripted,
-    run_tag,
-    unless_blocked,
     usage_violations,
 )
+from .turns import post_turn, run_tag
 
 ABORT_WITHIN = 5.0  # seconds (CHANNEL-009, as ABORT-002)
 
@@ -69,7 +66,7 @@ async def paths(ctx: CheckContext) -> None:
         await require_scripted(ctx, turn, "CHANNEL-001")
         ctx.findings.passed("CHANNEL-001", turn.answer.exchange, message=f"served on {turn.answer.endpoint.name}")
     if "openai" in ctx.target.channels:
-        models = await client(ctx).get("openai", "/models")
+        models = await ChannelClient(ctx).get("openai", "/models")
         ctx.findings.expect("CHANNEL-001", models.status == 200, f"{models.describe()}: expected 200", models)
     if has_prefix and ctx.target.serves_gns3:
         undeclared = [c for c in CONTRACT_PATHS if c not in ctx.target.channels]
@@ -144,9 +141,9 @@ async def conversation(ctx: CheckContext) -> None:
         session = first.answer.session_id or session
         fabricated = f"cs-fabricated-{uuid.uuid4().hex[:8]}"
         run = run_tag(ctx, f"c2-{chosen.name}")
-        body = client(ctx).request(chosen, "cs-plain", session_id=session, run=run)
+        body = ChannelClient(ctx).request(chosen, "cs-plain", session_id=session, run=run)
         body = chosen.with_history(body, [("user", fabricated), ("assistant", fabricated)])
-        second = await client(ctx).post(chosen, body)
+        second = await ChannelClient(ctx).post(chosen, body)
         ctx.findings.expect(
             "CHANNEL-004",
             second.status == 200 and second.streamed,
@@ -173,7 +170,7 @@ async def conversation(ctx: CheckContext) -> None:
 
 
 async def _conversation_refusals(ctx: CheckContext, chosen: Endpoint) -> None:
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     cases = []
     fresh = channel.request(chosen, "cs-plain", session_id=chosen.new_session_id(), run=run_tag(ctx, "c3"))
     cases.append(
@@ -202,7 +199,7 @@ async def _conversation_refusals(ctx: CheckContext, chosen: Endpoint) -> None:
 async def refusals(ctx: CheckContext) -> None:
     """Every refusal the contract lists, on every channel, with its status and code before any stream: no token,
     invalid JSON, an empty message, a closed or unknown project, another user's session, a user without an LLM."""
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     env = ctx.env
     for chosen in endpoints(ctx):
         cases: list[tuple[str, Any, dict[str, Any], int, str]] = []  # what, body or bytes, post options, status, code
@@ -239,7 +236,7 @@ async def refusals(ctx: CheckContext) -> None:
 async def client_tools(ctx: CheckContext) -> None:
     """Client-side tools (OpenAI tools or functions, AG-UI tools) and a UI regenerate are refused 422, and no
     turn runs for them."""
-    channel = client(ctx)
+    channel = ChannelClient(ctx)
     cases = [(chosen, *case) for chosen in endpoints(ctx) for case in client_tool_bodies(channel, ctx, chosen)]
     answers = await asyncio.gather(*(channel.post(chosen, body) for chosen, _what, body, refusal_code in cases))
     for answer, (_chosen, what, _body, code) in zip(answers, cases, strict=True):
@@ -336,8 +333,8 @@ async def abort(ctx: CheckContext) -> None:
     async def one(chosen: Endpoint) -> tuple[ChannelAnswer, Exchange | None, float, float]:
         session = new_session(chosen)
         run = run_tag(ctx, f"a-{chosen.name}")
-        body = client(ctx).request(chosen, script, session_id=session, run=run)
-        streaming = asyncio.create_task(client(ctx).post(chosen, body))
+        body = ChannelClient(ctx).request(chosen, script, session_id=session, run=run)
+        streaming = asyncio.create_task(ChannelClient(ctx).post(chosen, body))
         if not await model_reached(ctx, run, ctx.target.stream_deadline, streaming):
             return await streaming, None, 0.0, 0.0
         asked = time.monotonic()

@@ -13,23 +13,19 @@ from ..client import StreamResult
 from ..context import CheckContext
 from ..errors import NotTestable
 from . import check
+from .blame import require_served, unless_stream_blocked
 from .support import (
-    completed_turn,
-    describe,
     error_code,
     generation_started,
     got,
     history,
     refused_in_stream,
-    require_served,
-    script_text,
-    served,
     timed,
-    unless_blocked,
     wait_for,
     worker,
     worker_name,
 )
+from .turns import completed_turn, describe, script_text, served
 
 
 def _turn_texts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -282,7 +278,7 @@ async def _race_on_a_new_session(ctx: CheckContext, attempt: int) -> tuple[bool,
         # Both streamed: refused inside the stream (PRECHECK-001's business), or two turns of one session ran
         # together, which is the rule's failure only where both really made an LLM request.
         for item in accepted:  # a turn the server cannot serve at all is no race
-            await unless_blocked(ctx, item.result, item.script)
+            await unless_stream_blocked(ctx, item.result, item.script)
         generated = [item for item in accepted if await ctx.llm.requests(item.run)]
         if len(generated) < 2:
             in_stream = any(refused_in_stream(item.result.events) for item in accepted)
@@ -371,7 +367,7 @@ async def busy_across_connections(ctx: CheckContext) -> None:
     if not ran:  # a race is judged only where the server serves turns at all
         for item in sent:
             if item.result.status == 200:
-                await unless_blocked(ctx, item.result, item.script)
+                await unless_stream_blocked(ctx, item.result, item.script)
     # A request the suite began only once the first turn had ended was no part of the race (the suite's delay).
     racing = [item for item in sent if not ran or item.result.started < _ended(ran[0])]
     ran = [item for item in ran if item in racing]

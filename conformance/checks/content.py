@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..context import CheckContext
 from . import check
-from .support import history, unless_blocked
+from .blame import unless_stream_blocked
+from .support import history
 
 
 @check("content.matches_history")
@@ -22,7 +23,9 @@ async def matches_history(ctx: CheckContext) -> None:
             f"the turn failed: {result.exchange.describe()}",
             result.exchange,
         )
-        await unless_blocked(ctx, result, script)  # what streamed is judged, but a turn that is no scenario is not
+        await unless_stream_blocked(
+            ctx, result, script
+        )  # what streamed is judged, but a turn that is no scenario is not
         streamed.append(result)
     messages = (await history(ctx, session, "HISTORY-001"))["messages"]
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 from ..context import CheckContext
 from ..stream_rules import event_violations
 from . import check
-from .support import judge_stream_rules, require_turn, scenario_streams
+from .blame import require_turn
+from .support import judge_stream_rules, scenario_streams
 
 
 def _kind(event: object) -> str:

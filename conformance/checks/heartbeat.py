@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..context import CheckContext
 from . import check
-from .support import require_turn
+from .blame import require_turn
 
 
 @check("heartbeat.sent", slow=True, timed=("HEARTBEAT-001", "HEARTBEAT-003"))

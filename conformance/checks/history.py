@@ -9,7 +9,8 @@ from typing import Any
 from ..context import CheckContext
 from ..exchanges import json_or_none
 from . import check
-from .support import answered, expected_roles, history, listed, message_keys, require_turn, scenario_or, turn
+from .blame import require_turn
+from .support import answered, expected_roles, history, listed, message_keys, scenario_or, turn
 
 
 def _parsed_arguments(value: Any) -> Any:

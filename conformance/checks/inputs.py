@@ -12,17 +12,9 @@ from ..context import CheckContext
 from ..exchanges import Exchange, json_or_none
 from ..operations import operation
 from . import check
-from .support import (
-    call_operation,
-    describe,
-    got,
-    judge_not_streamed,
-    require_capability,
-    require_served,
-    script_text,
-    served,
-    setup_turn,
-)
+from .blame import require_served
+from .support import call_operation, got, judge_not_streamed, require_capability, setup_turn
+from .turns import describe, script_text, served
 
 # --- input ------------------------------------------------------------------------------------------------------
 

@@ -11,18 +11,8 @@ from ..context import CheckContext
 from ..exchanges import json_or_none
 from ..operations import session_endpoints
 from . import check
-from .support import (
-    STATS_FIELDS,
-    answered,
-    call_operation,
-    expected_roles,
-    history,
-    listed,
-    listing,
-    require_served,
-    require_turn,
-    turn,
-)
+from .blame import require_served, require_turn
+from .support import STATS_FIELDS, answered, call_operation, expected_roles, history, listed, listing, turn
 
 UUID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 

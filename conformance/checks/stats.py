@@ -9,7 +9,8 @@ import asyncio
 from ..context import CheckContext
 from ..errors import NotTestable
 from . import check
-from .support import history, require_turn, scenario_or, setup_turn, turn, worker_name
+from .blame import require_turn
+from .support import history, scenario_or, setup_turn, turn, worker_name
 from .support_stats import settled_stats_problems, stats_problems
 
 

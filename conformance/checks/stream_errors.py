@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..context import CheckContext
 from . import check
-from .support import require_served
+from .blame import require_served
 
 
 @check("stream_errors.error_then_done")

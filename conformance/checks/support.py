@@ -18,7 +18,8 @@ from ..errors import BlockedBy, NotTestable
 from ..exchanges import Exchange, json_or_none
 from ..machine_load import stretched
 from ..operations import Operation
-from ..scenarios import script_named_in, scripts_a_failure
+from .blame import raise_if_blocked, require_turn, unless_stream_blocked
+from .turns import describe, served
 
 STATS_FIELDS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")
 RENAMED_TITLE = "Renamed by the conformance suite"
@@ -45,10 +46,6 @@ def scenario_or(ctx: CheckContext, preferred: str, fallback: str) -> str:
     return preferred if preferred in ctx.env.scripts else fallback
 
 
-def script_text(ctx: CheckContext, script: str) -> str:
-    return "".join(chunk for step in ctx.env.scripts[script]["steps"] for chunk in step.get("text_chunks", []))
-
-
 def expected_roles(script: dict[str, Any]) -> list[str]:
     """user, then per LLM step one assistant message and one tool message per tool call."""
     roles = ["user"]
@@ -69,10 +66,6 @@ def got(exchange: Exchange) -> str:
 
 def answered(exchange: Exchange) -> str:
     return f"{exchange.method} {exchange.url} answered {got(exchange)}"
-
-
-def describe(result: StreamResult) -> str:
-    return f"{got(result.exchange)} events {result.types[-5:]}"
 
 
 def worker_name(exchange: Exchange) -> str | None:
@@ -103,84 +96,7 @@ def message_keys(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 # --- turns -----------------------------------------------------------------------------------------------------
 
-
-def completed_turn(result: StreamResult) -> bool:
-    """The turn ran: 200, events, no `error`, and the server closed the stream. Its grammar (a `done` last) is
-    the stream checks' business, so that a grammar fault does not also fail every other requirement."""
-    return result.status == 200 and result.completed and bool(result.events) and "error" not in result.types
-
-
-def served(ctx: CheckContext, result: StreamResult, script: str = "cs-plain") -> bool:
-    """The turn was served normally: a completed turn that streamed the script's whole text."""
-    return completed_turn(result) and result.content == script_text(ctx, script)
-
-
-# A turn a check needs is built on a more basic one: a plain scripted turn (TESTABILITY-001, judged by
-# testability.llm_config) and, for a script that calls tools, a turn that runs a declared tool (TESTABILITY-003,
-# judged by testability.tools_bound). When one of those fails too, the server cannot serve the scenario at all:
-# the check is blocked by that rule, and blames nothing it was judging.
-SERVED_TURN = "TESTABILITY-001"
-SERVED_TOOL_TURN = "TESTABILITY-003"
 CREATED_WITH_ID = "SESSION-002"  # a set-up turn names its session: a new session under a client id
-
-
-async def raise_if_blocked(ctx: CheckContext, script: str | None, requirement: str, why: str) -> None:
-    """A turn of `script` was not served (`why`); when a more basic control turn (a plain one, then a tool one for
-    a tool script) in a fresh session of the main user is not served either, it is not `requirement`'s failure:
-    the check is blocked by that control's rule (BlockedBy). Returns when the controls are served: the failure is
-    the scenario's own."""
-    controls = [("cs-plain", SERVED_TURN)]
-    if script in ctx.env.scripts and any(step.get("tool_calls") for step in ctx.env.scripts[script]["steps"]):
-        controls.append(("cs-tool", SERVED_TOOL_TURN))
-    for control, rule in controls:
-        if rule == requirement:  # the basic turn is this check's own subject: it fails, it is not blocked
-            return
-        result = await ctx.client.stream({"message": ctx.message(control, "Control turn")})
-        # Only whether a turn runs at all: its content and events are what the checks judge, never a blocker.
-        if not completed_turn(result):
-            raise BlockedBy(rule, f"{why}; a {control} turn in a new session is not served either: {describe(result)}")
-
-
-def as_scripted(ctx: CheckContext, result: StreamResult, script: str) -> bool:
-    """The turn went as its script says: served (see served), or for a script that fails, answered 200 with an
-    `error` event and closed by the server."""
-    if scripts_a_failure(ctx.env.scripts[script]):
-        return result.status == 200 and result.completed and "error" in result.types
-    return served(ctx, result, script)
-
-
-async def unless_blocked(ctx: CheckContext, result: StreamResult, script: str) -> None:
-    """A turn whose stream a check judges whatever it holds: when it did not go as scripted and a more basic
-    turn is not served either, the scenario did not happen and the check is blocked (BlockedBy)."""
-    if not as_scripted(ctx, result, script):
-        await raise_if_blocked(ctx, script, "", f"the {script} turn did not go as scripted ({describe(result)})")
-
-
-async def require_served(
-    ctx: CheckContext, ok: bool, result: StreamResult, requirement: str, message: str, *, stop: bool = True
-) -> None:
-    """Judge `requirement` on a turn the scenario needed (`ok`: it went as the scenario needs). A failed turn
-    fails `requirement` unless a more basic turn fails too: then the check is blocked by that rule (BlockedBy).
-    `stop` stops the check on a failure (require), else it goes on (expect)."""
-    if not ok:
-        await raise_if_blocked(ctx, script_named_in(result.exchange.request_body), requirement, message)
-    if stop:
-        ctx.findings.require(ok, requirement, message, result.exchange)
-    else:
-        ctx.findings.expect(requirement, ok, message, result.exchange)
-
-
-async def require_turn(ctx: CheckContext, result: StreamResult, requirement: str) -> None:
-    """Stop the check, failing `requirement`, unless the turn completed (see completed_turn) or a more basic
-    turn is not served either (then the check is blocked by that rule)."""
-    await require_served(
-        ctx,
-        completed_turn(result),
-        result,
-        requirement,
-        f"the turn did not complete: {result.exchange.describe()}, events {result.types[-5:]}, "
-        f"closed by the server: {result.completed} {result.exchange.body[:300]}",
-    )
 
 
 async def turn(
@@ -209,7 +125,7 @@ async def setup_turn(ctx: CheckContext, session_id: str) -> StreamResult:
     result = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": session_id})
     if not served(ctx, result):
         why = f"a plain turn the check needs first was not served normally: {describe(result)}"
-        await raise_if_blocked(ctx, "cs-plain", CREATED_WITH_ID, why)
+        await raise_if_blocked(ctx, None, ["cs-plain"], CREATED_WITH_ID, why)
         # Plain turns are served in new sessions: what failed is creating the session under the check's id.
         ctx.findings.require(CREATED_WITH_ID not in ctx.findings.requirements, CREATED_WITH_ID, why, result.exchange)
         raise BlockedBy(CREATED_WITH_ID, f"{why}, although plain turns are served in new sessions")
@@ -399,7 +315,7 @@ async def scenario_streams(ctx: CheckContext, names: list[str] = SCENARIOS) -> l
     for name in names:
         if name in ctx.env.scripts:
             results.append(await ctx.client.stream({"message": ctx.message(name)}))
-            await unless_blocked(ctx, results[-1], name)
+            await unless_stream_blocked(ctx, results[-1], name)
     return results
 
 

@@ -10,21 +10,20 @@ written once: one scripted turn on a declared endpoint, judged in every way a tu
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from ..channels.client import ChannelAnswer, ChannelClient
 from ..channels.endpoints import STREAMING, Endpoint, declared
-from ..channels.expected import ExpectedTurn, expected_turn
+from ..channels.expected import ExpectedTurn
 from ..channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
 from ..context import CheckContext
-from ..errors import Blocked, BlockedBy, NotTestable
+from ..errors import NotTestable
 from ..exchanges import json_or_none
 from ..violations import Violation
-from .support import describe, find_session, generation_started, history, served, wait_for
+from .support import find_session, generation_started, history, wait_for
+from .turns import Turn, run_tag
 
 # The contract's path of each channel under the chat prefix (CHANNEL-001, the `channels` tag of openapi.yaml).
 CONTRACT_PATHS = {"openai": "/openai/v1", "ui": "/ui", "ag_ui": "/ag-ui"}
@@ -46,102 +45,6 @@ def endpoint(ctx: CheckContext, name: str) -> Endpoint:
     if chosen.channel not in ctx.target.channels:
         raise NotTestable(f"the target does not declare the channel {chosen.channel}")
     return chosen
-
-
-def client(ctx: CheckContext) -> ChannelClient:
-    return ChannelClient(ctx)
-
-
-def run_tag(ctx: CheckContext, label: str) -> str:
-    """A fake-LLM run tag of its own for one turn of the check: the log then tells that turn's generations. The
-    tag's run is at most 64 characters (spec/fake-llm/selection.yaml): a long label is shortened to a digest."""
-    tag = f"{ctx.run}-{label}"
-    if len(tag) <= 64:
-        return tag
-    digest = hashlib.sha1(label.encode()).hexdigest()[:12]
-    return f"{ctx.run[:40]}-{ctx.run[-8:]}-{digest}"
-
-
-@dataclass
-class Turn:
-    answer: ChannelAnswer
-    expected: ExpectedTurn
-    run: str
-
-
-async def post_turn(
-    ctx: CheckContext,
-    chosen: Endpoint,
-    script: str,
-    *,
-    label: str,
-    session_id: str | None = None,
-    user: str | None = "main",
-    stream: bool = True,
-    stop_when: Callable[[Any], bool] | None = None,
-) -> Turn:
-    """One turn playing `script` on `chosen`, under a run tag of its own (`label` names it in the check)."""
-    if script not in ctx.env.scripts:
-        raise NotTestable(f"scenario {script!r} needs a tool the target did not declare")
-    run = run_tag(ctx, label)
-    channel = client(ctx)
-    body = channel.request(chosen, script, session_id=session_id, run=run, stream=stream)
-    answer = await channel.post(chosen, body, user=user, stop_when=stop_when)
-    answer.message = ctx.message(script, run=run)  # as the server must store it (what the body's protocol carried)
-    return Turn(answer, expected_turn(ctx.env.scripts, script), run)
-
-
-def _went_as_scripted(turn: Turn, generations: list[dict[str, Any]]) -> bool:
-    """The turn reached the model as its script says: every generation of a turn that finishes was served (a tool
-    turn's second one included), at least the first of a turn scripted to fail."""
-    steps = len(turn.expected.generations)
-    if turn.expected.fails:
-        return len(generations) >= 1
-    return len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps])
-
-
-async def require_scripted(ctx: CheckContext, turn: Turn, requirement: str, *, cut: bool = False) -> None:
-    """Stop the check unless the turn's scenario happened: streamed, ended by the server, and its generations
-    served by the fake LLM as scripted (`cut`: a turn the suite left on purpose, whose first generation the model
-    received), ending in an error exactly when its script fails. When it did not, control turns on the same
-    endpoint in new sessions tell whose failure it is: a plain one not served either, the check is blocked by
-    TESTABILITY-001; for a tool script, a tool turn not served either, by TESTABILITY-003 (nothing this check
-    judges is to blame); served, the scenario's failure is `requirement`'s."""
-    answer = turn.answer
-    generations = await ctx.llm.main_requests(turn.run)
-    if cut:  # the suite went away on purpose: the turn must have started, and reached the model
-        if answer.status == 200 and answer.streamed and generations:
-            return
-    elif (
-        answer.status == 200
-        and answer.streamed
-        and answer.completed
-        and _went_as_scripted(turn, generations)
-        and (answer.error is not None) == turn.expected.fails  # a tool cut short by an error reached the model too
-    ):
-        return
-    streamed = answer.status == 200 and answer.streamed
-    why = (
-        f"the {turn.expected.script} turn on {answer.endpoint.name} did not go as scripted ("
-        f"{'streamed' if streamed else answer.describe()}; {len(generations)} generation(s) reached the fake LLM"
-        f"{'; it ended in an error' if answer.error is not None else ''})"
-    )
-    controls = [("cs-plain", "TESTABILITY-001")]
-    if turn.expected.tool_calls and "cs-tool" in ctx.env.scripts:
-        controls.append(("cs-tool", "TESTABILITY-003"))
-    for script, rule in controls:
-        control = await post_turn(ctx, answer.endpoint, script, label=f"control-{script}-{answer.endpoint.name}")
-        served = (
-            control.answer.status == 200
-            and control.answer.completed
-            and control.answer.error is None
-            and _went_as_scripted(control, await ctx.llm.main_requests(control.run))
-        )
-        if not served:
-            raise BlockedBy(
-                rule, f"{why}; a {script} turn in a new session is not served either: {control.answer.describe()}"
-            )
-    raise Blocked(requirement, why, (answer.exchange,))
 
 
 def record(ctx: CheckContext, violations: list[Violation], answer: ChannelAnswer, judged: set[str]) -> None:
@@ -172,7 +75,7 @@ async def usage_violations(ctx: CheckContext, turn: Turn, requirement: str = "CH
 
 async def real_client_reads(ctx: CheckContext, answers: list[ChannelAnswer]) -> list[ClientRead]:
     """Each answer's body read by its protocol's real client (one Node process per protocol for the batch)."""
-    model = client(ctx).model
+    model = ChannelClient(ctx).model
     reads: dict[int, ClientRead] = {}
     ui = [i for i, a in enumerate(answers) if a.endpoint.name == "ui"]
     ag = [i for i, a in enumerate(answers) if a.endpoint.name == "ag_ui"]
@@ -314,54 +217,3 @@ async def kept_problems(ctx: CheckContext, session: str, message: str) -> list[s
 def first_words(frame: Any) -> bool:
     """The first text of the dribbling answer (`One `) arrived: the model is answering, the turn is running."""
     return frame.data is not None and "One " in frame.data
-
-
-async def missed_scenario(ctx: CheckContext, turn: Turn) -> str | None:
-    """Why the turn did not go as scripted, or None when it did: streamed and ended by the server, its generations
-    served by the fake LLM as scripted (support_channels.require_scripted's test), and ending in an error exactly
-    when its script fails (a tool turn cut short by an error reached the model, yet is no tool turn)."""
-    answer, generations = turn.answer, await ctx.llm.main_requests(turn.run)
-    # A turn asked not to be streamed (OpenAI `stream: false`) ends in one JSON answer.
-    streamed = "stream" not in (json_or_none(answer.exchange.request_body or "") or {}) or answer.streamed
-    ended = answer.status == 200 and answer.completed and (answer.streamed or not streamed)
-    if ended and _went_as_scripted(turn, generations) and (answer.error is not None) == turn.expected.fails:
-        return None
-    error = f", ending in the error {answer.error.get('message')!r}" if ended and answer.error else ""
-    return (
-        f"the {turn.expected.script} turn on {answer.endpoint.name} did not go as scripted "
-        f"({'streamed' if ended else answer.describe()}{error}; {len(generations)} generation(s) reached the fake LLM)"
-    )
-
-
-async def unless_blocked(ctx: CheckContext, turns: list[Turn]) -> list[str | None]:
-    """For each turn (all on one endpoint), why it did not go as scripted, or None (see missed_scenario). When some did
-    not, control turns in new sessions tell whose failure it is: a plain turn on the same endpoint not served
-    either, the check is blocked by TESTABILITY-001 (support_channels.require_scripted's control); when a missed
-    turn's script calls tools, a cs-tool turn (on POST /stream when the target serves it, the tools being the
-    agent's whatever the channel, else on the endpoint) not served either, by TESTABILITY-003. Else the missed
-    turns are the implementation's failures, for the caller to judge."""
-    whys = [await missed_scenario(ctx, turn) for turn in turns]
-    missed = [turn for turn, why in zip(turns, whys, strict=True) if why]
-    if not missed:
-        return whys
-    chosen = missed[0].answer.endpoint
-    why = "; ".join(w for w in whys if w)
-    plain = await post_turn(ctx, chosen, "cs-plain", label=f"control-{chosen.name}-{uuid.uuid4().hex[:8]}")
-    plain_served = plain.answer.status == 200 and plain.answer.completed
-    if not (plain_served and await ctx.llm.main_requests(plain.run)):
-        raise BlockedBy(
-            "TESTABILITY-001", f"{why}; a plain turn in a new session is not served either: {plain.answer.describe()}"
-        )
-    if any(turn.expected.tool_calls for turn in missed) and "cs-tool" in ctx.env.scripts:
-        if ctx.target.serves_gns3:
-            result = await ctx.client.stream({"message": ctx.message("cs-tool", "Control turn")})
-            ok, shown = served(ctx, result, "cs-tool"), describe(result)
-        else:
-            tool = await post_turn(ctx, chosen, "cs-tool", label=f"control-tool-{chosen.name}-{uuid.uuid4().hex[:8]}")
-            ok, shown = await missed_scenario(ctx, tool) is None, tool.answer.describe()
-        if not ok:
-            raise BlockedBy(
-                "TESTABILITY-003",
-                f"{why}; a plain turn is served, but a cs-tool turn in a new session is not served either: {shown}",
-            )
-    return whys

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..context import CheckContext
 from . import check
-from .support import require_turn
+from .blame import require_turn
 
 
 @check("testability.llm_config")

@@ -8,7 +8,8 @@ import asyncio
 from ..context import CheckContext
 from ..scenarios import QUOTED_TITLE_EXPECTED, TITLE
 from . import check
-from .support import RENAMED_TITLE, find_session, require_served, require_turn, turn, wait_for
+from .blame import require_served, require_turn
+from .support import RENAMED_TITLE, find_session, turn, wait_for
 
 NEW = "New Conversation"
 

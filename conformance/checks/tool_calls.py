@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..context import CheckContext
 from ..scenarios import UNKNOWN_TOOL
 from . import check
-from .support import judge_stream_rules, require_served, require_turn, rule_problems, scenario_streams
+from .blame import require_served, require_turn
+from .support import judge_stream_rules, rule_problems, scenario_streams
 
 
 @check("tool_calls.accumulation")

@@ -1,6 +1,7 @@
 """The layout of conformance/checks/: one module per requirement area, every check in the module its area names,
-no module too long to read, and shared scenario helpers only in the support modules (support.py, and
-support_stats.py for the statistics)."""
+no module too long to read, and shared scenario helpers only in the check API (turns.py: one scripted turn on any
+endpoint; blame.py: whose failure a turn that missed its script is) and in support modules that at least two areas
+use."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from conformance.checks import AREAS, area_of, load_all
 
 CHECKS_DIR = Path(__file__).resolve().parents[2] / "conformance" / "checks"
 MAX_LINES = 450
-NOT_AREAS = {"__init__", "support", "support_stats", "support_channels", "support_openai"}
+API = {"__init__", "turns", "blame"}
+SUPPORT = {"support", "support_stats", "support_channels"}
+NOT_AREAS = API | SUPPORT
 
 
 def test_every_section_of_the_registry_has_an_area():
@@ -53,3 +56,22 @@ def test_area_modules_do_not_import_each_other():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
                 assert node.module in NOT_AREAS - {"__init__"}, f"{path.name} imports .{node.module}"
+
+
+def _relative_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
+
+
+@pytest.mark.parametrize("support", sorted(SUPPORT))
+def test_a_support_module_serves_at_least_two_areas(support):
+    """A module split off one area for its size alone is that area's, not support: it says nothing shared."""
+    users = sorted(
+        p.stem for p in CHECKS_DIR.glob("*.py") if p.stem not in NOT_AREAS and support in _relative_imports(p)
+    )
+    assert len(users) >= 2, f"{support}.py is used by the areas {users}: fold it into its area"
+
+
+def test_every_support_module_is_listed():
+    """A module named support_* that the test does not know would escape the rule above."""
+    assert sorted(p.stem for p in CHECKS_DIR.glob("support*.py")) == sorted(SUPPORT)

@@ -1,37 +1,19 @@
-"""Helpers of the OpenAI channel's checks (channel_openai.py), each written once: the scenarios, how a turn that did
-not go as scripted is told apart from a server that serves no turn, what the `openai` client made of a body, and the
-shapes of a completion, a Response and an error body as OPENAI-003 to OPENAI-005 state them."""
+"""The OpenAI channel's rules for whole answers (no stream): a ChatCompletion, a Response and the error body, as
+OPENAI-003 to OPENAI-005 state them, and what the `openai` client made of a recorded body (OPENAI-002, -004, -006).
+Pure judgements of an answer: no I/O (rules_openai.py judges the streams)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import uuid
 from typing import Any
 
-import httpx
-import openai
-
-from ..channels import official, rules_openai
-from ..channels.client import ChannelAnswer
-from ..channels.endpoints import SESSION_HEADER, Endpoint
-from ..channels.real_clients import ClientRead
-from ..context import CheckContext
-from ..errors import BlockedBy
 from ..exchanges import Exchange, json_or_none
-from ..violations import Violation
-from .support_channels import (
-    Turn,
-    post_turn,
-    record,
-    unless_blocked,
-)
+from ..violations import Violation, short
+from . import official, rules_openai
+from .client import ChannelAnswer
+from .endpoints import SESSION_HEADER
+from .expected import ExpectedTurn
+from .real_clients import ClientRead
 
-CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
-WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-UNKNOWN_MEMBER = "conformance_unknown_member"
-UNKNOWN_MODEL = "conformance-no-such-model"
 # OPENAI-004: the error `type` each status gives.
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -46,39 +28,10 @@ ERROR_TYPES = {
 }
 
 
-def scenario_label(script: str) -> str:
-    return script.removeprefix("cs-")
-
-
-def short(value: Any, limit: int = 300) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
 def error_of(body: str) -> dict[str, Any]:
     payload = json_or_none(body)
     error = payload.get("error") if isinstance(payload, dict) else None
     return error if isinstance(error, dict) else {}
-
-
-def ended_stream(answer: ChannelAnswer) -> bool:
-    return answer.status == 200 and answer.streamed and answer.completed
-
-
-async def judged_turns(ctx: CheckContext, turns: list[Turn], requirement: str) -> list[tuple[Turn, str | None]]:
-    """The turns to judge, each with why it did not go as scripted (None when it did). A turn not answered with a
-    stream the server ended is `requirement`'s failure at once (a 404: the endpoint is not served); the streamed ones
-    go through the controls of support_channels.unless_blocked (a plain turn not served: blocked, blaming nothing)."""
-    streamed = []
-    for turn in turns:
-        if ended_stream(turn.answer):
-            streamed.append(turn)
-            continue
-        ended = "" if turn.answer.completed else " (the stream did not end)"
-        why = f"the {turn.expected.script} turn was not streamed{ended}: {turn.answer.describe()}"
-        record(ctx, [Violation(requirement, why)], turn.answer, set())
-    whys = await unless_blocked(ctx, streamed) if streamed else []
-    return list(zip(streamed, whys, strict=True))
 
 
 def session_header(answer: ChannelAnswer, requirement: str) -> list[Violation]:
@@ -87,10 +40,10 @@ def session_header(answer: ChannelAnswer, requirement: str) -> list[Violation]:
     return [Violation(requirement, "the answer does not name its session in the header X-Copilot-Session-Id")]
 
 
-def chat_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
+def chat_client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violation]:
     """What the `openai` client made of a recorded chat stream: the script's text for a finishing turn; for a failing
     one an APIError carrying the contract's code `llm_error`."""
-    if turn.expected.fails:
+    if expected.fails:
         if read.ok:
             return [Violation("OPENAI-004", "the `openai` client read the failing turn to its end without an error")]
         if not (read.error or "").startswith("APIError") or read.error_code != "llm_error":
@@ -104,20 +57,20 @@ def chat_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
         return []
     if not read.ok:
         return [Violation("OPENAI-002", f"the `openai` client rejected the stream: {read.error}")]
-    if read.text != turn.expected.text:
+    if read.text != expected.text:
         return [
             Violation(
                 "OPENAI-002",
-                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}",
+                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}",
             )
         ]
     return []
 
 
-def responses_client_violations(read: ClientRead, turn: Turn) -> list[Violation]:
+def responses_client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violation]:
     """`client.responses.stream` over the recorded body: the script's text, or `response.failed` for a failing turn."""
     events = read.detail.get("events") or []
-    if turn.expected.fails:
+    if expected.fails:
         if "response.failed" not in events:
             return [
                 Violation(
@@ -129,11 +82,11 @@ def responses_client_violations(read: ClientRead, turn: Turn) -> list[Violation]
         return []
     if not read.ok:
         return [Violation("OPENAI-006", f"the `openai` client's responses.stream rejected the stream: {read.error}")]
-    if read.text != turn.expected.text:
+    if read.text != expected.text:
         return [
             Violation(
                 "OPENAI-006",
-                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {turn.expected.text!r}",
+                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}",
             )
         ]
     return []
@@ -147,44 +100,6 @@ def names_member(answer: ChannelAnswer, member: str) -> bool:
 def refused_as(answer: ChannelAnswer, status: int, code: str) -> bool:
     error = error_of(answer.exchange.body)
     return answer.status == status and not answer.streamed and error.get("code") == code
-
-
-async def system_prompt(ctx: CheckContext, run: str) -> tuple[str, str]:
-    """(the system messages, every message) the fake LLM's first generation of `run` received, as text."""
-    records = await ctx.llm.main_requests(run)
-    messages = records[0].get("messages") or [] if records else []
-    system = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
-    return json.dumps(system), json.dumps(messages)
-
-
-async def missed_whole_turn(ctx: CheckContext, turn: Turn) -> str | None:
-    """Why a non-streamed turn did not reach the fake LLM as its script says (None when it did)."""
-    generations = await ctx.llm.main_requests(turn.run)
-    steps = len(turn.expected.generations)
-    if turn.expected.fails and generations:
-        return None
-    if len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps]):
-        return None
-    return f"the {turn.expected.script} turn made {len(generations)} generation(s) of the fake LLM"
-
-
-async def unless_streamed_turns_fail(ctx: CheckContext, chosen: Endpoint, turns: list[Turn]) -> list[str | None]:
-    """For non-streamed turns: why each missed its script; when one did, streamed controls of the same scripts tell
-    whether the model (TESTABILITY-001/003, via unless_blocked) or this answer is to blame."""
-    whys = [await missed_whole_turn(ctx, turn) for turn in turns]
-    missed = [turn.expected.script for turn, why in zip(turns, whys, strict=True) if why]
-    if missed:
-        controls = await asyncio.gather(
-            *(
-                post_turn(ctx, chosen, s, label=f"control-{scenario_label(s)}-{uuid.uuid4().hex[:6]}")
-                for s in dict.fromkeys(missed)
-            )
-        )
-        if not all(ended_stream(c.answer) for c in controls):
-            shown = "; ".join(c.answer.describe() for c in controls if not ended_stream(c.answer))
-            raise BlockedBy("TESTABILITY-001", f"{'; '.join(w for w in whys if w)}; streamed controls fail: {shown}")
-        await unless_blocked(ctx, list(controls))
-    return whys
 
 
 def completion_problems(answer: ChannelAnswer, text: str) -> list[str]:
@@ -258,16 +173,3 @@ def response_session(answer: ChannelAnswer) -> Any:
     payload = json_or_none(answer.exchange.body)
     metadata = payload.get("metadata") if isinstance(payload, dict) else None
     return metadata.get("session_id") if isinstance(metadata, dict) else None
-
-
-def client_model_ids(body: str) -> list[str] | str:
-    """The ids the `openai` client lists from the recorded body, or its error."""
-    answer = httpx.Response(200, text=body, headers={"content-type": "application/json"})
-    transport = httpx.MockTransport(lambda request: answer)
-    try:
-        with openai.OpenAI(
-            api_key="recorded", base_url="http://recorded.invalid/v1", http_client=httpx.Client(transport=transport)
-        ) as replaying:
-            return [model.id for model in replaying.models.list()]
-    except Exception as exc:  # noqa: BLE001 - whatever the client raises is its verdict
-        return f"{type(exc).__name__}: {exc}"
