@@ -30,20 +30,12 @@ def ui_read(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> li
     return run_driver("ui-read.mjs", cases, timeout)
 
 
-def ui_read_body(body: str) -> dict[str, Any]:
-    return ui_read([{"body": body}])[0]
-
-
 def ui_chat(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
     return run_driver("ui-chat.mjs", cases, timeout)
 
 
 def ag_ui_run(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
     return run_driver("ag-ui-run.mjs", cases, timeout)
-
-
-def ag_ui_run_body(body: str, **options: Any) -> dict[str, Any]:
-    return ag_ui_run([{"body": body, **options}])[0]
 
 
 def ui_validate(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
