@@ -23,13 +23,14 @@ from typing import Any
 import gns3_copilot_spec as spec
 
 from .checks import SelectionError
-from .engine import RunResult, run, run_suite
+from .engine import run, run_suite
 from .errors import Blocked, ConformanceError, HarnessError, NotTestable, TargetError
 from .findings import Finding, Outcome, RequirementVerdict, Verdict
 from .framing import ParsedStream, parse_stream
 from .sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
 from .stream_rules import check_events
 from .target import Target, load_target, parse_target
+from .verdicts import RunResult
 from .violations import Violation
 
 __all__ = [

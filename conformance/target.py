@@ -20,8 +20,8 @@ __all__ = ["BUILTIN_TARGETS", "Baseline", "Target", "TargetError", "load_baselin
 HERE = Path(__file__).resolve().parent
 BUILTIN_TARGETS = HERE / "targets"
 SCHEMA_PATH = HERE / "target.schema.json"
-# What the suite fills in start.command and start.env (engine.prepare), and what it leaves as written for a launcher
-# in the command to fill (tools/with_postgres.py replaces {database_url}); any other {name} is a mistake.
+# What the suite fills in start.command and start.env (provisioning.prepare), and what it leaves as written for a
+# launcher in the command to fill (tools/with_postgres.py replaces {database_url}); any other {name} is a mistake.
 START_PLACEHOLDERS = ("python", "port", "workdir", "fake_llm_url", "repo")
 LAUNCHER_PLACEHOLDERS = ("database_url",)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

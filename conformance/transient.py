@@ -1,5 +1,5 @@
 """Transient server errors: what, in one check's exchanges, says the server failed on its own rather than as
-the scenario asked. A check that met one and did not pass is re-run once (conformance.engine); a requirement
+the scenario asked. A check that met one and did not pass is re-run once (conformance.execution); a requirement
 judged otherwise the second time is FLAKY, with the server's error text, never a plain FAIL or PASS."""
 
 from __future__ import annotations

@@ -12,11 +12,12 @@ from itertools import cycle
 import pytest
 
 import gns3_copilot_spec as spec
-from conformance.engine import CheckRun, RunResult
+from conformance.execution import CheckRun
 from conformance.findings import Finding, Outcome, RequirementVerdict, Verdict
 from conformance.reports import report_data, write_reports
 from conformance.reports.console import summary_text
 from conformance.reports.model import Redactor
+from conformance.verdicts import RunResult
 
 from .test_target_file import minimal
 

@@ -344,7 +344,7 @@ def test_an_sqlite_database_may_name_its_engine():
 
 
 def test_the_launcher_placeholder_is_left_as_written_and_an_unknown_one_is_refused():
-    from conformance.engine import _fill
+    from conformance.provisioning import _fill
 
     data = minimal()
     del data["base_url"]

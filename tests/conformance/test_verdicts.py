@@ -10,8 +10,8 @@ import pytest
 
 import gns3_copilot_spec as spec
 from conformance.checks import CheckSpec
-from conformance.engine import run_check
 from conformance.errors import BlockedBy, NotTestable
+from conformance.execution import run_check
 from conformance.findings import Finding, Outcome, Verdict, combine, judge, run_passes
 
 
