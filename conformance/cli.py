@@ -27,12 +27,10 @@ import gns3_copilot_spec as spec
 
 from .checks import SelectionError, load_all, select
 from .context import DEFAULT_SEED
-from .engine import run_suite
 from .errors import TargetError
 from .findings import Outcome
+from .run_and_report import EXIT_FAILED, EXIT_USAGE, PREFLIGHT_STOPPED, run_and_report
 from .target import BUILTIN_TARGETS, load_target
-
-EXIT_PASSED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _stdout() -> Console:
@@ -199,7 +197,6 @@ def run(
     Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file (preflight included) or bad
     arguments.
     """
-    from .reports import report_data, report_paths, write_reports
     from .reports.console import print_summary
 
     out = _stdout()
@@ -227,20 +224,16 @@ def run(
 
     try:
         with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
-            result = run_suite(target, jobs=jobs, only=list(only) or None, seed=seed, keep=keep, on_check_done=progress)
+            reported = run_and_report(
+                target, report_dir, jobs=jobs, only=list(only) or None, seed=seed, keep=keep, on_check_done=progress
+            )
     except TargetError as exc:  # preflight: the target file is wrong about the server; nothing was judged
-        click.echo(f"copilot-conformance: preflight stopped the run, change the target file: {exc}", err=True)
+        click.echo(f"copilot-conformance: {PREFLIGHT_STOPPED}: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-
-    files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
-    data = report_data(result, files)
-    try:
-        write_reports(result, report_dir, data=data)
-    except OSError as exc:
-        click.echo(f"copilot-conformance: cannot write the reports to {report_dir}: {exc}", err=True)
-        files = {}
-    print_summary(data, files, console=out, brief=quiet)
-    sys.exit(EXIT_PASSED if result.passed else EXIT_FAILED)
+    if reported.error:
+        click.echo(f"copilot-conformance: {reported.error}", err=True)
+    print_summary(reported.data, reported.files, console=out, brief=quiet)
+    sys.exit(reported.status)
 
 
 @cli.command()

@@ -150,9 +150,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     """The suite, run once per session against --copilot-target, its reports written to --copilot-report-dir."""
     from .context import DEFAULT_SEED
-    from .engine import run_suite
     from .errors import TargetError
-    from .reports import report_data, report_paths, write_reports
+    from .run_and_report import PREFLIGHT_STOPPED, run_and_report
     from .target import load_target
 
     config = request.config
@@ -162,18 +161,19 @@ def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
             state.target = load_target(config.getoption("copilot_target"))
         report_dir = Path(config.getoption("copilot_report_dir") or "reports")
         try:
-            state.result = run_suite(
+            reported = run_and_report(
                 state.target,
+                report_dir,
                 jobs=max(1, config.getoption("copilot_jobs") or 8),
                 only=state.only or None,
                 seed=DEFAULT_SEED if config.getoption("copilot_seed") is None else config.getoption("copilot_seed"),
                 keep=config.getoption("copilot_keep"),
             )
         except TargetError as exc:  # preflight: the target file is wrong about the server
-            pytest.exit(f"copilot-conformance: preflight stopped the run, change the target file: {exc}", returncode=2)
-        state.files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
-        state.data = report_data(state.result, state.files)
-        write_reports(state.result, report_dir, data=state.data)
+            pytest.exit(f"copilot-conformance: {PREFLIGHT_STOPPED}: {exc}", returncode=2)
+        state.result, state.data, state.files = reported.result, reported.data, reported.files
+        if reported.error:  # every requirement test errors with it (a session fixture's failure is kept)
+            pytest.fail(f"copilot-conformance: {reported.error}", pytrace=False)
     return state
 
 

@@ -14,20 +14,18 @@ The exit status is 0 when every peer's run matches its baseline (no new failure,
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import click
 
-from conformance.gns3.run import network_namespace_available
+from conformance.netns import inside, rerun_inside
 
 from . import PEERS, REPO, get_peer
 from .install import ensure
 
-INSIDE = "COPILOT_PEERS_NETNS"
+MODULE = "peers.run"  # what re-runs inside the namespace
 
 
 def default_report_dir(target: str) -> Path:
@@ -38,51 +36,13 @@ def default_doc(target: str) -> Path:
     return REPO / "docs" / f"{target}.md"
 
 
-def _inside(name: str, report_dir: Path, doc: Path, jobs: int) -> int:
-    from conformance.engine import run_suite
-    from conformance.findings_doc import write_findings
-    from conformance.reports import write_reports
-    from conformance.reports.console import summary_text
-    from conformance.reports.model import report_data
-    from conformance.target import load_target
-
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    target = load_target(str(get_peer(name).target_file))
-    result = run_suite(target, jobs=jobs)
-    report_dir.mkdir(parents=True, exist_ok=True)
-    paths = write_reports(result, report_dir)
-    click.echo(summary_text(report_data(result)))
-    write_findings(report_dir / "conformance.json", doc)
-    for path in [*paths, doc]:
-        click.echo(f"wrote {path}")
-    return 0 if result.passed else 1
-
-
 def run_peer(name: str, report_dir: Path, doc: Path, jobs: int) -> int:
     """Install (cached), then run the suite against one peer inside `unshare -rn`; the run's exit code."""
     started = time.monotonic()
     ensure(name)
-    if not network_namespace_available():
-        sys.exit(
-            "cannot create a network namespace (`unshare -rn` with `ip`): a peer runs only inside one, so that "
-            "nothing it starts can reach beyond loopback"
-        )
-    command = [
-        "unshare",
-        "-rn",
-        sys.executable,
-        "-m",
-        "peers.run",
-        "--peer",
-        name,
-        "--report-dir",
-        str(report_dir),
-        "--doc",
-        str(doc),
-        "--jobs",
-        str(jobs),
-    ]
-    code = subprocess.run(command, env={**os.environ, INSIDE: "1"}, cwd=REPO).returncode
+    args = ["--peer", name, "--report-dir", str(report_dir), "--doc", str(doc), "--jobs", str(jobs)]
+    why = "a peer runs only inside one, so that nothing it starts can reach beyond loopback"
+    code = rerun_inside(MODULE, args, why=why)
     click.echo(f"peer {name}: the run took {time.monotonic() - started:.0f} s (exit {code})")
     return code
 
@@ -103,8 +63,11 @@ def main(names: tuple[str, ...], report_dir: Path | None, doc: Path | None, jobs
     names = names or tuple(PEERS)
     if (report_dir or doc) and len(names) != 1:
         raise click.UsageError("--report-dir and --doc go with exactly one --peer")
-    if os.environ.get(INSIDE) == "1":
-        sys.exit(_inside(names[0], report_dir.resolve(), doc.resolve(), jobs))
+    if inside(MODULE):
+        from conformance.run_and_report import run_and_echo
+
+        target_file = str(get_peer(names[0]).target_file)
+        sys.exit(run_and_echo(target_file, report_dir.resolve(), doc.resolve(), jobs=jobs, only=None))
     codes = {}
     for name in names:
         target = get_peer(name).target

@@ -17,7 +17,6 @@ docs/gns3-versions.md from the reports (matrix.py); `--matrix --doc-only` only r
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
@@ -28,9 +27,10 @@ from pathlib import Path
 import click
 
 from ..install_lock import installing
+from ..netns import inside, rerun_inside
 from . import REPO, VERSION, VERSIONS, check_version, requirements_file, target_name, venv_dir
 
-INSIDE = "COPILOT_CONFORMANCE_NETNS"
+MODULE = "conformance.gns3.run"  # what re-runs inside the namespace
 
 
 def ensure_gns3_venv(version: str = VERSION) -> Path:
@@ -69,13 +69,6 @@ def _ensure_gns3_venv(version: str, env_dir: Path) -> Path:
     return env_dir
 
 
-def network_namespace_available() -> bool:
-    if not shutil.which("unshare") or not shutil.which("ip"):
-        return False
-    probe = subprocess.run(["unshare", "-rn", "ip", "link", "set", "lo", "up"], capture_output=True)
-    return probe.returncode == 0
-
-
 def default_report_dir(version: str) -> Path:
     return REPO / "reports" / target_name(version)
 
@@ -84,53 +77,14 @@ def default_doc(version: str) -> Path:
     return REPO / "docs" / f"{target_name(version)}.md"
 
 
-def _inside(version: str, report_dir: Path, doc: Path, jobs: int, only: tuple[str, ...]) -> int:
-    from conformance.engine import run_suite
-    from conformance.findings_doc import write_findings
-    from conformance.reports import write_reports
-    from conformance.reports.console import summary_text
-    from conformance.reports.model import report_data
-    from conformance.target import load_target
-
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    target = load_target(target_name(version))
-    result = run_suite(target, jobs=jobs, only=list(only) or None)
-    report_dir.mkdir(parents=True, exist_ok=True)
-    paths = write_reports(result, report_dir)
-    click.echo(summary_text(report_data(result)))
-    write_findings(report_dir / "conformance.json", doc)
-    for path in [*paths, doc]:
-        click.echo(f"wrote {path}")
-    return 0 if result.passed else 1
-
-
 def run_version(version: str, report_dir: Path, doc: Path, jobs: int, only: tuple[str, ...] = ()) -> int:
     """Install (cached), then run the suite against one release inside `unshare -rn`; the run's exit code."""
     started = time.monotonic()
     ensure_gns3_venv(version)
-    if not network_namespace_available():
-        sys.exit(
-            "cannot create a network namespace (`unshare -rn` with `ip`): the GNS3 run needs one, so that "
-            "nothing it starts can reach beyond loopback"
-        )
-    env = {**os.environ, INSIDE: "1"}
-    command = [
-        "unshare",
-        "-rn",
-        sys.executable,
-        "-m",
-        "conformance.gns3.run",
-        "--version",
-        version,
-        "--report-dir",
-        str(report_dir),
-        "--doc",
-        str(doc),
-        "--jobs",
-        str(jobs),
-        *(arg for selector in only for arg in ("--only", selector)),
-    ]
-    code = subprocess.run(command, env=env, cwd=REPO).returncode
+    args = ["--version", version, "--report-dir", str(report_dir), "--doc", str(doc), "--jobs", str(jobs)]
+    args += [arg for selector in only for arg in ("--only", selector)]
+    why = "the GNS3 run needs one, so that nothing it starts can reach beyond loopback"
+    code = rerun_inside(MODULE, args, why=why)
     click.echo(f"GNS3 {version} run took {time.monotonic() - started:.0f} s (exit {code})")
     return code
 
@@ -189,8 +143,12 @@ def main(
     only: tuple[str, ...],
 ) -> None:
     """Run the conformance suite against a gns3-server 3.1 pre-release in a loopback-only network namespace."""
-    if os.environ.get(INSIDE) == "1":
-        sys.exit(_inside(version, report_dir.resolve(), doc.resolve(), jobs, only))
+    if inside(MODULE):
+        from ..run_and_report import run_and_echo
+
+        sys.exit(
+            run_and_echo(target_name(version), report_dir.resolve(), doc.resolve(), jobs=jobs, only=list(only) or None)
+        )
     if resolve_pins:
         from .pins import resolve_pins as resolve
 

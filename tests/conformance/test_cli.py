@@ -321,3 +321,34 @@ def test_explain_an_unknown_id_exits_2_naming_the_closest():
     result = invoke("explain", "TOOLCALL-05")
     assert result.exit_code == 2
     assert "unknown requirement id 'TOOLCALL-05'" in result.output and "TOOLCALL-005" in result.output
+
+
+def _not_starting(tmp_path: Path) -> Path:
+    """A target file whose server exits at once: a quick run, every requirement ERROR, with its reports."""
+    data = minimal()
+    del data["base_url"]
+    data["start"] = {"command": ["{python}", "-c", "import sys; sys.exit(3)"], "timeout_seconds": 10}
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_run_and_report_writes_the_reports_and_the_findings_document(tmp_path):
+    from conformance.run_and_report import EXIT_FAILED, run_and_report
+    from conformance.target import load_target
+
+    doc = tmp_path / "docs" / "findings.md"
+    reported = run_and_report(load_target(str(_not_starting(tmp_path))), tmp_path / "reports", findings_doc=doc)
+    assert reported.status == EXIT_FAILED and reported.error is None
+    assert [p.name for p in reported.written] == [*REPORTS, "findings.md"]
+    assert reported.files["json"] == str(tmp_path / "reports" / "conformance.json") and doc.exists()
+    assert json.loads((tmp_path / "reports" / "conformance.json").read_text())["harness_error"]
+
+
+def test_reports_that_cannot_be_written_are_said_and_the_result_kept(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = invoke("run", "--target", str(_not_starting(tmp_path)), "--report-dir", str(blocker / "reports"), "-q")
+    assert result.exit_code == 1  # the run's verdict (every requirement ERROR), not a crash
+    assert f"cannot write the reports to {blocker / 'reports'}" in result.output
+    assert "RESULT: FAILED" in result.output

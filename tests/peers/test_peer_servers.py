@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.gns3.run import network_namespace_available
 from conformance.machine_load import stretched
+from conformance.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure, installed
 
