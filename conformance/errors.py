@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .exchanges import Exchange
+    from .transport.exchanges import Exchange
 
 
 class ConformanceError(Exception):

@@ -1,8 +1,9 @@
-"""Split a chat stream body into events, checking the contract's framing on the exact text (FRAME-002/003).
+"""The contract's framing of the GNS3 chat stream (FRAME-002/003), judged on the frames of the suite's one SSE
+tokenizer (conformance/transport/sse.py), live streams and recorded ones alike.
 
-A general SSE parser is deliberately lenient: it accepts CRLF, comment lines, `event:` fields and multi-line
-data, all of which this contract forbids. Framing is therefore checked here on the raw text, live streams and
-recorded ones alike, against the one frame shape the contract allows: `data: <json>\\n\\n`.
+A general SSE client is deliberately lenient: it accepts CRLF, comment lines, `event:` fields and multi-line data, all
+of which this contract forbids. The tokenizer keeps each frame's exact lines, so the one frame shape the contract
+allows is judged here: `data: <json>\\n\\n`.
 """
 
 from __future__ import annotations
@@ -11,34 +12,41 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.transport.sse import Frame, SseBody, parse
 from conformance.violations import Violation
 
-FRAME_END = "\n\n"
 DATA_PREFIX = "data: "
 
 
 @dataclass
 class ParsedStream:
     events: list[Any] = field(default_factory=list)  # the JSON payloads, in order
+    arrivals: list[float] = field(default_factory=list)  # per event: seconds from the request to its frame's end
     violations: list[Violation] = field(default_factory=list)
 
 
 def parse_stream(body: str) -> ParsedStream:
-    """Parse a whole stream body; framing violations are reported, and frames that still parse are kept."""
+    """Judge a whole stream body (see judge_frames)."""
+    return judge_frames(parse(body))
+
+
+def judge_frames(sse: SseBody, *, finished: bool = True) -> ParsedStream:
+    """The events of the tokenizer's frames, and every framing violation; frames that still parse are kept.
+    `finished`: the server ended the body (a body the suite cut short is judged on its complete frames only)."""
     result = ParsedStream()
-    if "\r" in body:
+    if sse.line_ends - {"\n"}:
         result.violations.append(Violation("FRAME-002", "carriage returns in the stream: frames end with \\n\\n only"))
-        body = body.replace("\r\n", "\n").replace("\r", "\n")
-    if body and not body.endswith(FRAME_END):
+    if finished and sse.unterminated:
         result.violations.append(
-            Violation("FRAME-002", f"the stream does not end with a complete frame: {body[-60:]!r}")
+            Violation("FRAME-002", f"the stream does not end with a complete frame: {sse.unterminated[-60:]!r}")
         )
-    for index, frame in enumerate(f for f in body.split(FRAME_END) if f):
-        _parse_frame(index, frame, result)
+    for frame in sse.frames:
+        _parse_frame(frame, result)
     return result
 
 
-def _parse_frame(index: int, frame: str, result: ParsedStream) -> None:
+def _parse_frame(sse_frame: Frame, result: ParsedStream) -> None:
+    index, frame = sse_frame.index, sse_frame.raw
     lines = frame.split("\n")
     if len(lines) != 1:
         result.violations.append(
@@ -72,3 +80,4 @@ def _parse_frame(index: int, frame: str, result: ParsedStream) -> None:
             result.violations.append(Violation("FRAME-002", f"data that is not a JSON object: {text[:120]!r}", index))
             continue
         result.events.append(payload)
+        result.arrivals.append(sse_frame.at)

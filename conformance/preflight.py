@@ -16,7 +16,7 @@ from .channels.client import ChannelClient
 from .channels.endpoints import declared as declared_endpoints
 from .context import CheckContext, Environment
 from .errors import TargetMisdeclared
-from .exchanges import json_or_none
+from .transport.exchanges import json_or_none
 
 SLOW_TOOL_AT_LEAST = 1.0  # seconds: long enough for an abort or a disconnect to land while it runs
 

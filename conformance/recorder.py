@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .errors import Blocked
-from .exchanges import Exchange
 from .findings import Finding, Outcome
+from .transport.exchanges import Exchange
 
 # Judged from every exchange of every check (conformance.client), so any check may record them.
 OBSERVED_BY_EVERY_CHECK = frozenset({"EVENT-001", "CONTRACT-001", "ERROR-001"})

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .exchanges import Exchange
 from .scenarios import script_named_in, scripts_a_failure
+from .transport.exchanges import Exchange
 
 SHOWN = 300  # characters of a server's error text
 

@@ -1,25 +1,20 @@
-"""ChannelClient: one check's requests to the channels a target declares, each with a hard deadline and kept as
-the check's evidence (in the same list as its GNS3 exchanges), each SSE body read strictly (sse.py)."""
+"""ChannelClient: one check's requests to the channels a target declares, an adapter over the suite's one transport
+(conformance/transport/http.py: deadline, evidence in the same list as the check's GNS3 exchanges, redaction, the SSE
+tokenizer): it builds each protocol's request and reads the protocol's meaning out of the answer (endpoints.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from ..exchanges import Exchange
+from ..transport.exchanges import Exchange
+from ..transport.sse import INVALID, Frame, SseBody
 from .endpoints import STREAMING, Endpoint, Usage
-from .sse import INVALID, Frame, SseBody, parse
 
 if TYPE_CHECKING:
     from ..context import CheckContext
-
-_KEPT_HEADERS = ("content-type", "cache-control", "x-accel-buffering", "x-vercel-ai-ui-message-stream")
 
 
 @dataclass
@@ -76,12 +71,6 @@ class ChannelAnswer:
         return f"{self.exchange.method} {self.exchange.url} -> {status}, last frames {shown}"
 
 
-def _transport_error(exc: Exception, started: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"TimeoutError after {time.monotonic() - started:.1f} s (the suite's deadline)"
-    return f"{type(exc).__name__} after {time.monotonic() - started:.1f} s" + (f": {exc}" if str(exc) else "")
-
-
 class ChannelClient:
     def __init__(self, ctx: CheckContext) -> None:
         self.ctx = ctx
@@ -121,40 +110,34 @@ class ChannelClient:
         headers: dict[str, str] | None = None,
         stop_when: Callable[[Frame], bool] | None = None,
         deadline: float | None = None,
+        fresh: bool = False,
     ) -> ChannelAnswer:
         """POST a turn and read its answer to the end, or until `stop_when(frame)` (then the suite disconnects),
         never longer than its deadline (by default the scenario's own, Environment.deadline_for)."""
         raw = body if isinstance(body, bytes) else json.dumps(body).encode()
         message = _message_of(body)
         url = self.url(endpoint.channel, endpoint.suffix, project_id)
-        sent = {**(self.env.authorization(user) if user else {}), "Content-Type": "application/json", **(headers or {})}
-        exchange = Exchange("POST", url, raw.decode("utf-8", "replace"), user=user or "(none)")
-        own = self.env.authorization(user).get("Authorization") if user else None
-        exchange.authorization = (
-            "Bearer $TOKEN" if own and sent.get("Authorization") == own else sent.get("Authorization")
+        streamed = await self.ctx.client.transport.stream(
+            url,
+            raw,
+            user=user,
+            headers=headers,
+            deadline=deadline or self.env.deadline_for(message),
+            fresh=fresh,
+            stop_when=stop_when,
         )
-        answer = ChannelAnswer(endpoint, exchange, message=message)
-        deadline = deadline or self.env.deadline_for(message)
-        started = time.monotonic()
-        text, arrivals = "", []
-        try:
-            async with asyncio.timeout(deadline):
-                async with self.env.client.stream("POST", url, content=raw, headers=sent) as response:
-                    answer.opened = time.monotonic() - started
-                    self._note_response(answer, response)
-                    if response.status_code == 200 and exchange.content_type.startswith("text/event-stream"):
-                        text, arrivals, answer.completed = await _read(response, started, stop_when)
-                    else:
-                        exchange.body = answer.raw = (await response.aread()).decode("utf-8", "replace")
-                        answer.completed = True
-        except (httpx.TransportError, TimeoutError) as exc:
-            exchange.error = _transport_error(exc, started)
-        exchange.elapsed = time.monotonic() - started
-        if arrivals or text:
-            answer.raw = text
-            answer.sse = parse(text, arrivals)
-            exchange.events = [p if isinstance(p, dict) else {"data": p} for p in answer.payloads]
-        self.ctx.client.exchanges.append(exchange)
+        answer = ChannelAnswer(
+            endpoint,
+            streamed.exchange,
+            headers=streamed.headers,
+            sse=streamed.sse,
+            completed=streamed.completed,
+            opened=streamed.opened,
+            message=message,
+            raw=streamed.raw,
+        )
+        if answer.sse is not None:
+            answer.exchange.events = [p if isinstance(p, dict) else {"data": p} for p in answer.payloads]
         self._note_session(answer, user, project_id)
         return answer
 
@@ -164,13 +147,6 @@ class ChannelClient:
         """A plain GET under a channel's path (OpenAI's models, the UI history), read whole."""
         path = self.env.channel_path(channel, project_id) + suffix
         return await self.ctx.client.call("GET", path, user=user, absolute=True)
-
-    def _note_response(self, answer: ChannelAnswer, response: httpx.Response) -> None:
-        exchange = answer.exchange
-        exchange.status = response.status_code
-        exchange.content_type = response.headers.get("content-type") or ""
-        answer.headers = {k.lower(): v for k, v in response.headers.items()}
-        exchange.headers = {k: v for k, v in answer.headers.items() if k in _KEPT_HEADERS}
 
     def _note_session(self, answer: ChannelAnswer, user: str | None, project_id: str | None) -> None:
         """A session a turn made goes in the run's ledger (the clean-up), where sessions can be deleted."""
@@ -182,16 +158,3 @@ class ChannelClient:
 def _message_of(body: dict[str, Any] | bytes) -> str:
     """The user message of a request body, whatever its protocol (for the scenario's deadline)."""
     return json.dumps(body) if isinstance(body, dict) else body.decode("utf-8", "replace")
-
-
-async def _read(
-    response: httpx.Response, started: float, stop_when: Callable[[Frame], bool] | None
-) -> tuple[str, list[tuple[int, float]], bool]:
-    """The body as it came, with (characters so far, seconds) per chunk; False when `stop_when` cut it short."""
-    text, arrivals = "", []
-    async for chunk in response.aiter_text():
-        text += chunk
-        arrivals.append((len(text), time.monotonic() - started))
-        if stop_when is not None and any(stop_when(frame) for frame in parse(text).frames):
-            return text, arrivals, False
-    return text, arrivals, True

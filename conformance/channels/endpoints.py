@@ -8,8 +8,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..exchanges import json_or_none
-from .sse import INVALID
+from ..transport.exchanges import json_or_none
+from ..transport.sse import INVALID
 
 if TYPE_CHECKING:
     from .client import ChannelAnswer

@@ -15,10 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..violations import Violation
+from ..transport.sse import INVALID
+from ..violations import Violation, short
 from . import official
-from .rules_ui import _short, _usage_problem, ident, request_body
-from .sse import INVALID
+from .rules_ui import _usage_problem, ident, request_body
 
 if TYPE_CHECKING:
     from .client import ChannelAnswer
@@ -65,15 +65,15 @@ def framing(answer: ChannelAnswer) -> list[Violation]:
             continue
         event = frame.json()
         if event is INVALID or not isinstance(event, dict):
-            found.append(Violation(EVENTS, f"the frame's data is not a JSON object: {_short(frame.raw)}", frame.index))
+            found.append(Violation(EVENTS, f"the frame's data is not a JSON object: {short(frame.raw)}", frame.index))
             continue
         problems = official.errors("ag_ui_event", event)
         if problems:
             found.append(
-                Violation(EVENTS, f"the event {_short(event)} is invalid: {'; '.join(problems[:2])}", frame.index)
+                Violation(EVENTS, f"the event {short(event)} is invalid: {'; '.join(problems[:2])}", frame.index)
             )
     if answer.sse.unterminated.strip():
-        found.append(Violation(EVENTS, f"the body ends in an unfinished frame: {_short(answer.sse.unterminated)}"))
+        found.append(Violation(EVENTS, f"the body ends in an unfinished frame: {short(answer.sse.unterminated)}"))
     return found
 
 
@@ -136,7 +136,7 @@ class _Run:
 
     def run_started(self, index: int, event: dict[str, Any]) -> None:
         if event.get("type") != "RUN_STARTED":
-            self.bad(f"the first event is {_short(event)}, not RUN_STARTED", index)
+            self.bad(f"the first event is {short(event)}, not RUN_STARTED", index)
             return
         self.started = event
         request = request_body(self.answer)
@@ -224,12 +224,12 @@ class _Run:
         else:
             for key in ("message", "code"):
                 if not isinstance(event.get(key), str) or not event[key].strip():
-                    self.bad(f"RUN_ERROR has no {key}: {_short(event)}", index, END)
+                    self.bad(f"RUN_ERROR has no {key}: {short(event)}", index, END)
         usage = event.get("usage")
         problem = _usage_problem(usage[0] if isinstance(usage, list) and len(usage) == 1 else None)
         if problem:
             self.bad(
-                f"{event.get('type')} must carry usage [{{inputTokens, outputTokens, totalTokens}}]: {_short(usage)}",
+                f"{event.get('type')} must carry usage [{{inputTokens, outputTokens, totalTokens}}]: {short(usage)}",
                 index,
                 END,
             )
@@ -251,7 +251,7 @@ class _Run:
                     END,
                 )
         elif ending.get("type") == "RUN_ERROR":
-            self.bad(f"the turn does not fail but the run ends with {_short(ending)}", terminal[0][1], END)
+            self.bad(f"the turn does not fail but the run ends with {short(ending)}", terminal[0][1], END)
         texts = [text for _, _, text in self.texts]
         if texts != expected.texts:
             self.bad(f"the text messages are {texts!r}; the generations streamed {expected.texts!r}")
@@ -270,7 +270,7 @@ class _Run:
             got.append((call.name, arguments))
         want = [(call.name, call.arguments) for call in expected.tool_calls]
         if got != want:
-            self.bad(f"the tool calls (name, arguments) are {_short(got)}; the script's {_short(want)}")
+            self.bad(f"the tool calls (name, arguments) are {short(got)}; the script's {short(want)}")
             return
         # parentMessageId: the same message for the calls of one generation, the generation's text message when it
         # has one, and another message for each generation.

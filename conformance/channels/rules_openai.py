@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator
 
+from ..transport.sse import INVALID
 from ..violations import Violation, short
 from . import official
-from .sse import INVALID
 
 if TYPE_CHECKING:
     from .client import ChannelAnswer

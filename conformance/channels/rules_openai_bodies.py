@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exchanges import Exchange, json_or_none
+from ..transport.exchanges import Exchange, json_or_none
 from ..violations import Violation, short
 from . import official, rules_openai
 from .client import ChannelAnswer

@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..exchanges import json_or_none
-from ..violations import Violation
+from ..transport.exchanges import json_or_none
+from ..transport.sse import INVALID
+from ..violations import Violation, short
 from . import official
-from .sse import INVALID
 
 if TYPE_CHECKING:
     from .client import ChannelAnswer
@@ -46,11 +46,6 @@ MAPPED = frozenset(
     }
 )
 USAGE_KEYS = ("inputTokens", "outputTokens", "totalTokens")
-
-
-def _short(value: Any, limit: int = 160) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def ident(value: Any) -> Any:
@@ -93,18 +88,18 @@ def frames(answer: ChannelAnswer) -> list[Violation]:
             fields = ([f"event: {frame.event}"] if frame.event is not None else []) + frame.unknown_fields
             found.append(Violation(FRAMES, f"a frame has fields besides data: {fields}", frame.index))
         if done and frame.index > done[0]:
-            found.append(Violation(FRAMES, f"a frame follows data: [DONE]: {_short(frame.raw)}", frame.index))
+            found.append(Violation(FRAMES, f"a frame follows data: [DONE]: {short(frame.raw)}", frame.index))
         if frame.is_comment or frame.is_done:
             continue
         chunk = frame.json()
         if chunk is INVALID or not isinstance(chunk, dict):
-            found.append(Violation(FRAMES, f"the frame's data is not a JSON object: {_short(frame.raw)}", frame.index))
+            found.append(Violation(FRAMES, f"the frame's data is not a JSON object: {short(frame.raw)}", frame.index))
             continue
         problems = official.errors("ai_ui_message_chunk", chunk)
         if problems:
             found.append(
                 Violation(
-                    FRAMES, f"the chunk {_short(chunk)} is invalid for `ai`: {'; '.join(problems[:2])}", frame.index
+                    FRAMES, f"the chunk {short(chunk)} is invalid for `ai`: {'; '.join(problems[:2])}", frame.index
                 )
             )
     if not done:
@@ -112,7 +107,7 @@ def frames(answer: ChannelAnswer) -> list[Violation]:
     elif len(done) > 1:
         found.append(Violation(FRAMES, f"data: [DONE] is sent {len(done)} times", done[1]))
     if answer.sse.unterminated.strip():
-        found.append(Violation(FRAMES, f"the body ends in an unfinished frame: {_short(answer.sse.unterminated)}"))
+        found.append(Violation(FRAMES, f"the body ends in an unfinished frame: {short(answer.sse.unterminated)}"))
     return found
 
 
@@ -145,10 +140,10 @@ class _Step:
 
 def _usage_problem(usage: Any) -> str | None:
     if not isinstance(usage, dict):
-        return f"no usage object: {_short(usage)}"
+        return f"no usage object: {short(usage)}"
     bad = [k for k in USAGE_KEYS if not (isinstance(usage.get(k), int) and not isinstance(usage.get(k), bool))]
     bad += [k for k in USAGE_KEYS if k not in bad and usage[k] < 0]
-    return f"usage {_short(usage)} lacks non-negative integers {bad}" if bad else None
+    return f"usage {short(usage)} lacks non-negative integers {bad}" if bad else None
 
 
 class _Order:
@@ -202,14 +197,14 @@ class _Order:
 
     def start(self, index: int, chunk: dict[str, Any]) -> None:
         if chunk.get("type") != "start":
-            self.bad(f"the first chunk is {_short(chunk)}, not start", index)
+            self.bad(f"the first chunk is {short(chunk)}, not start", index)
             return
         if not isinstance(chunk.get("messageId"), str) or not chunk["messageId"]:
-            self.bad(f"start has no messageId: {_short(chunk)}", index)
+            self.bad(f"start has no messageId: {short(chunk)}", index)
         metadata = chunk.get("messageMetadata")
         self.session = metadata.get("sessionId") if isinstance(metadata, dict) else None
         if not isinstance(self.session, str) or not self.session:
-            self.bad(f"start's messageMetadata has no sessionId: {_short(chunk)}", index)
+            self.bad(f"start's messageMetadata has no sessionId: {short(chunk)}", index)
         asked = request_body(self.answer).get("id")
         if isinstance(asked, str) and self.session != asked:
             self.bad(f"start names the session {self.session!r}; the request's chat id was {asked!r}", index)
@@ -239,7 +234,7 @@ class _Order:
         if kind == "error":
             self.errors.append((index, chunk))
             if not isinstance(chunk.get("errorText"), str) or not chunk["errorText"].strip():
-                self.bad(f"the error chunk has no errorText: {_short(chunk)}", index)
+                self.bad(f"the error chunk has no errorText: {short(chunk)}", index)
         if self.ended_by:
             self.bad(f"{kind} after {self.ended_by}", index)
         self.ended_by = self.ended_by or kind
@@ -304,9 +299,7 @@ class _Order:
             self.bad(f"the tool-input-deltas of {call_id!r} make {tool.arguments!r}, not JSON", index)
         else:
             if parsed != tool.input:
-                self.bad(
-                    f"the deltas of {call_id!r} parse to {_short(parsed)}; the input is {_short(tool.input)}", index
-                )
+                self.bad(f"the deltas of {call_id!r} parse to {short(parsed)}; the input is {short(tool.input)}", index)
         if self.step is not None:
             self.step.tools.append((tool.name, tool.input))
 
@@ -330,7 +323,7 @@ class _Order:
             self.bad(f"the turn fails ({expected.failure!r}): expected one error chunk, got {len(self.errors)}")
         if not expected.fails and self.errors:
             index, chunk = self.errors[0]
-            self.bad(f"an error chunk in a turn that does not fail: {_short(chunk)}", index)
+            self.bad(f"an error chunk in a turn that does not fail: {short(chunk)}", index)
         if len(self.steps) != len(expected.generations):
             self.bad(
                 f"{len(self.steps)} steps (start-step ... finish-step) for {len(expected.generations)} generations "
@@ -344,7 +337,7 @@ class _Order:
             want = [(call.name, call.arguments) for call in generation.tool_calls]
             if step.tools != want:
                 self.bad(
-                    f"step {number} has the tool calls {_short(step.tools)}; its generation {_short(want)}", step.index
+                    f"step {number} has the tool calls {short(step.tools)}; its generation {short(want)}", step.index
                 )
 
 

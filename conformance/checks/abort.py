@@ -14,9 +14,9 @@ from typing import Any
 from ..client import StreamResult
 from ..context import CheckContext
 from ..errors import Blocked, NotTestable
-from ..exchanges import Exchange, json_or_none
 from ..machine_load import stretched
 from ..preflight import SLOW_TOOL_AT_LEAST
+from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .blame import require_served, unless_stream_blocked
 from .support import (

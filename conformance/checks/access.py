@@ -13,8 +13,8 @@ import uuid
 
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import Exchange, json_or_none
 from ..operations import chat_endpoints
+from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .support import call_operation, error_code, got, history, judge_not_streamed, message_keys, setup_turn
 from .turns import completed_turn, describe

@@ -15,8 +15,8 @@ import asyncio
 from ..channels.client import ChannelClient
 from ..context import CheckContext
 from ..errors import Blocked, NotTestable
-from ..exchanges import json_or_none
 from ..scenarios import TITLE
+from ..transport.exchanges import json_or_none
 from . import check
 from .blame import raise_if_blocked, require_scripted
 from .support import RENAMED_TITLE, error_code, expected_roles, find_session, history, wait_for

@@ -30,7 +30,7 @@ from ..channels.rules_openai_bodies import (
     session_header,
 )
 from ..context import CheckContext
-from ..exchanges import json_or_none
+from ..transport.exchanges import json_or_none
 from ..violations import Violation, short
 from . import check
 from .blame import raise_if_blocked, unless_blocked

@@ -15,7 +15,7 @@ from ..channels.expected import ExpectedTurn, expected_turn
 from ..channels.real_clients import ClientRead
 from ..context import CheckContext
 from ..errors import BlockedBy, NotTestable
-from ..exchanges import json_or_none
+from ..transport.exchanges import json_or_none
 from ..violations import Violation, short
 from . import check
 from .blame import unless_blocked

@@ -18,7 +18,7 @@ from ..channels.client import ChannelAnswer, ChannelClient
 from ..channels.endpoints import STREAMING, Endpoint
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import Exchange, json_or_none
+from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .blame import require_scripted, unless_blocked
 from .support import (

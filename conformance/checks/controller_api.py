@@ -15,7 +15,7 @@ from typing import Any
 
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import Exchange, json_or_none
+from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .support import got
 

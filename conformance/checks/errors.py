@@ -23,9 +23,9 @@ from typing import Any
 import gns3_copilot_spec as spec
 
 from ..context import CheckContext
-from ..exchanges import Exchange, json_or_none
 from ..operations import chat_endpoints, operation
 from ..responses import response_violations
+from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .support import call_operation, error_code, got, setup_turn
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..context import CheckContext
-from ..exchanges import json_or_none
+from ..transport.exchanges import json_or_none
 from . import check
 from .blame import require_turn
 from .support import answered, expected_roles, history, listed, message_keys, scenario_or, turn

@@ -9,8 +9,8 @@ from typing import Any
 
 from ..client import StreamResult
 from ..context import CheckContext
-from ..exchanges import Exchange, json_or_none
 from ..operations import operation
+from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .blame import require_served
 from .support import call_operation, got, judge_not_streamed, require_capability, setup_turn

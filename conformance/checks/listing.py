@@ -14,9 +14,9 @@ import httpx
 from .. import project_db
 from ..context import CheckContext
 from ..errors import HarnessError
-from ..exchanges import json_or_none
 from ..operations import operation
 from ..timestamps import parse_time, time_key
+from ..transport.exchanges import json_or_none
 from . import check
 from .support import answered, history, listed, listing, turn
 

@@ -12,8 +12,8 @@ from gns3_copilot_spec.db.legacy_fixture import build_legacy_database
 from .. import project_db
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import json_or_none
 from ..timestamps import parse_time
+from ..transport.exchanges import json_or_none
 from . import check
 from .support import controller_call, listing, require_controller, require_db_access
 

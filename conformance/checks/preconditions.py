@@ -12,8 +12,8 @@ from typing import Any
 
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import Exchange
 from ..operations import chat_endpoints
+from ..transport.exchanges import Exchange
 from . import check
 from .support import call_operation, error_code, got, is_stream, judge_not_streamed, setup_turn
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from ..client import StreamResult
 from ..context import CheckContext
-from ..exchanges import json_or_none
 from ..operations import session_endpoints
+from ..transport.exchanges import json_or_none
 from . import check
 from .blame import require_served, require_turn
 from .support import STATS_FIELDS, answered, call_operation, expected_roles, history, listed, listing, turn

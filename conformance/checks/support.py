@@ -15,9 +15,10 @@ from typing import Any
 from ..client import StreamResult
 from ..context import CheckContext
 from ..errors import BlockedBy, NotTestable
-from ..exchanges import Exchange, json_or_none
 from ..machine_load import stretched
 from ..operations import Operation
+from ..transport.exchanges import Exchange, json_or_none
+from ..transport.sse import parse
 from .blame import raise_if_blocked, require_turn, unless_stream_blocked
 from .turns import describe, served
 
@@ -247,13 +248,9 @@ def events_of(exchange: Exchange) -> list[dict[str, Any]]:
     """The events of a stream answer, parsed leniently (also from a body read by `ctx.client.call`)."""
     if exchange.events or not is_stream(exchange):
         return exchange.events
-    events = []
-    for line in exchange.body.splitlines():
-        if line.startswith("data:"):
-            event = json_or_none(line[5:].strip())
-            if isinstance(event, dict):
-                events.append(event)
-    return events
+    # Leniently: an unterminated last frame counts too (the framing rules judge it, not this reading).
+    frames = parse(exchange.body + "\n\n").frames
+    return [event for event in (frame.json() for frame in frames) if isinstance(event, dict)]
 
 
 def refused_in_stream(events: list[dict[str, Any]]) -> bool:

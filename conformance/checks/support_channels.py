@@ -20,7 +20,7 @@ from ..channels.expected import ExpectedTurn
 from ..channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import json_or_none
+from ..transport.exchanges import json_or_none
 from ..violations import Violation
 from .support import find_session, generation_started, history, wait_for
 from .turns import Turn, run_tag

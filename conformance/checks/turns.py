@@ -15,8 +15,8 @@ from ..channels.expected import ExpectedTurn, expected_turn
 from ..client import StreamResult
 from ..context import CheckContext
 from ..errors import NotTestable
-from ..exchanges import json_or_none
 from ..scenarios import scripts_a_failure
+from ..transport.exchanges import json_or_none
 
 
 @dataclass

@@ -16,8 +16,8 @@ from conformance.channels import rules_ag_ui
 from conformance.channels.client import ChannelAnswer
 from conformance.channels.endpoints import STREAMING
 from conformance.channels.expected import ExpectedTurn, expected_turn
-from conformance.channels.sse import parse
-from conformance.exchanges import Exchange
+from conformance.transport.sse import parse
+from conformance.transport.exchanges import Exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "spec" / "examples" / "channels" / "ag-ui"
