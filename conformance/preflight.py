@@ -51,7 +51,7 @@ async def _prefix_and_users(ctx: CheckContext) -> None:
 
 async def _llm_and_tools(ctx: CheckContext) -> None:
     result = await ctx.client.stream({"message": ctx.message("cs-plain", "Preflight")})
-    answered = f"the stream answered {result.status if result.status is not None else result.exchange.error}"
+    answered = f"the stream answered {result.exchange.outcome}"
     await _offers_tools(ctx, await ctx.llm.main_requests(), answered)
 
 

@@ -42,7 +42,7 @@ class FindingsRecorder:
 
     def require_status(self, exchange: Exchange, status: int, requirement: str) -> None:
         if exchange.status != status:
-            got = exchange.status if exchange.status is not None else exchange.error
+            got = exchange.outcome
             raise Blocked(
                 requirement,
                 f"{exchange.method} {exchange.url} answered {got}, expected {status}: {exchange.body[:300]}",

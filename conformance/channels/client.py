@@ -64,7 +64,7 @@ class ChannelAnswer:
         return self.endpoint.error(self)
 
     def describe(self) -> str:
-        status = self.status if self.status is not None else self.exchange.error
+        status = self.exchange.outcome
         if self.sse is None:
             return f"{self.exchange.method} {self.exchange.url} -> {status} {self.exchange.body[:300]}".strip()
         shown = [frame.raw[:120] for frame in self.sse.messages[-4:]]

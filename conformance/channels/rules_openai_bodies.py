@@ -131,7 +131,7 @@ def completion_problems(answer: ChannelAnswer, text: str) -> list[str]:
 def error_problems(exchange: Exchange, status: int, code: str | None) -> list[str]:
     """The OpenAI error body with the status, the contract's code and the status's type."""
     if exchange.status != status:
-        got = exchange.status if exchange.status is not None else exchange.error
+        got = exchange.outcome
         return [f"answered {got}, not {status}: {short(exchange.body or '')}"]
     payload = json_or_none(exchange.body or "")
     problems = [f"not the OpenAI error body: {p}" for p in rules_openai.error_body_problems(payload)[:3]]

@@ -22,7 +22,6 @@ from .blame import require_served, unless_stream_blocked
 from .support import (
     find_session,
     generation_started,
-    got,
     history,
     require_capability,
     scenario_or,
@@ -45,7 +44,7 @@ def _judge_answer(ctx: CheckContext, exchange: Exchange, requirement: str, abort
     """`requirement` (ABORT-002 or -003): the abort answers 200; ABORT-005: its body says whether a turn was
     stopped. (The body's shape, `session_id` included, is CONTRACT-001's, judged for every exchange.)"""
     ctx.findings.expect(
-        requirement, exchange.status == 200, f"{what}: answered {got(exchange)}, expected 200", exchange
+        requirement, exchange.status == 200, f"{what}: answered {exchange.excerpt()}, expected 200", exchange
     )
     if exchange.status == 200:
         body = json_or_none(exchange.body)

@@ -16,7 +16,7 @@ from ..errors import NotTestable
 from ..operations import chat_endpoints
 from ..transport.exchanges import Exchange, json_or_none
 from . import check
-from .support import call_operation, error_code, got, history, judge_not_streamed, message_keys, setup_turn
+from .support import call_operation, error_code, history, judge_not_streamed, message_keys, setup_turn
 from .turns import completed_turn, describe
 
 DENIED = (403, "project_access_denied")
@@ -37,7 +37,8 @@ def _judge_denied(ctx: CheckContext, requirement: str, exchange: Exchange, what:
     ctx.findings.expect(
         requirement,
         _denied(exchange),
-        f"{exchange.method} {exchange.url} by a user without access to the project, {what}: answered {got(exchange)} "
+        f"{exchange.method} {exchange.url} by a user without access to the project, {what}: answered "
+        f"{exchange.excerpt()} "
         f"with code {error_code(exchange)!r}; expected 403 with code project_access_denied",
         exchange,
     )
@@ -119,7 +120,7 @@ async def a_grant_and_its_removal_apply_from_the_next_request(ctx: CheckContext)
                 "ACCESS-003",
                 exchange.status is not None and 200 <= exchange.status < 300,
                 f"{exchange.method} {exchange.url} by the user granted access, on a session of their own: "
-                f"answered {got(exchange)}",
+                f"answered {exchange.excerpt()}",
                 exchange,
             )
     finally:
@@ -129,7 +130,8 @@ async def a_grant_and_its_removal_apply_from_the_next_request(ctx: CheckContext)
         ctx.findings.expect(
             "ACCESS-003",
             _denied(exchange),
-            f"{exchange.method} {exchange.url} right after the grant was removed: answered {got(exchange)} with code "
+            f"{exchange.method} {exchange.url} right after the grant was removed: answered "
+            f"{exchange.excerpt()} with code "
             f"{error_code(exchange)!r}; expected 403 with code project_access_denied",
             exchange,
         )
@@ -164,7 +166,7 @@ async def controller_refuses_a_stranger(ctx: CheckContext) -> None:
     ctx.findings.expect(
         "ACCESS-004",
         listing.status == 403 or (listing.status == 200 and not {opened, closed} & listed),
-        f"GET /v3/projects by a user without access answered {got(listing)} and lists "
+        f"GET /v3/projects by a user without access answered {listing.excerpt()} and lists "
         f"{sorted({opened, closed} & listed)}",
         listing,
     )
@@ -180,7 +182,7 @@ async def controller_refuses_a_stranger(ctx: CheckContext) -> None:
         ctx.findings.expect(
             "ACCESS-004",
             exchange.status == 403,
-            f"{method} {path} by a user without access: answered {got(exchange)}, expected 403",
+            f"{method} {path} by a user without access: answered {exchange.excerpt()}, expected 403",
             exchange,
         )
         now = await _status_of(ctx, project_id)

@@ -17,7 +17,6 @@ from .blame import require_served, unless_stream_blocked
 from .support import (
     error_code,
     generation_started,
-    got,
     history,
     refused_in_stream,
     timed,
@@ -123,7 +122,7 @@ async def busy(ctx: CheckContext) -> None:
             ctx.findings.expect(
                 "CONCURRENCY-001",
                 ok,
-                f"{what}: answered {got(exchange)}; expected 409 with code session_busy",
+                f"{what}: answered {exchange.excerpt()}; expected 409 with code session_busy",
                 exchange,
             )
             if ok:
@@ -241,7 +240,7 @@ async def _race_on_a_new_session(ctx: CheckContext, attempt: int) -> tuple[bool,
             "CONCURRENCY-001",
             False,
             f"two first turns of one new session sent at the same moment were both refused: answered "
-            f"{got(results[0].exchange)} and {got(results[1].exchange)}; expected one stream and one 409",
+            f"{results[0].exchange.excerpt()} and {results[1].exchange.excerpt()}; expected one stream and one 409",
             *(result.exchange for result in results),
         )
         ctx.findings.passed("PRECHECK-001", message="both racing requests were refused by their HTTP status")
@@ -263,7 +262,8 @@ async def _race_on_a_new_session(ctx: CheckContext, attempt: int) -> tuple[bool,
         ctx.findings.expect(
             "CONCURRENCY-001",
             ok,
-            f"the second of two first turns of one new session, sent at the same moment: answered {got(exchange)}; "
+            f"the second of two first turns of one new session, sent at the same moment: answered "
+            f"{exchange.excerpt()}; "
             "expected 409 with code session_busy",
             exchange,
         )
@@ -419,4 +419,4 @@ def _answer(item: _Request, ends: float) -> str:
     exchange = item.result.exchange
     late = f", {item.answered_at - ends:.2f} s after the turn had ended" if item.answered_at >= ends else ""
     events = f" events {item.result.types[-4:]}" if item.result.events else ""
-    return f"{item.label} answered {got(exchange)}{events}{worker(exchange)}{late}"
+    return f"{item.label} answered {exchange.excerpt()}{events}{worker(exchange)}{late}"

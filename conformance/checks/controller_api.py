@@ -17,7 +17,6 @@ from ..context import CheckContext
 from ..errors import NotTestable
 from ..transport.exchanges import Exchange, json_or_none
 from . import check
-from .support import got
 
 RULE = "CONTROLLER-001"
 
@@ -45,7 +44,7 @@ class _Calls:
         self.ctx.findings.expect(
             RULE,
             exchange.status == expected,
-            f"{method} {path} ({operation}, as {who}) answered {got(exchange)}, expected {expected}",
+            f"{method} {path} ({operation}, as {who}) answered {exchange.excerpt()}, expected {expected}",
             exchange,
         )
         return exchange

@@ -27,7 +27,7 @@ from ..operations import chat_endpoints, operation
 from ..responses import response_violations
 from ..transport.exchanges import Exchange, json_or_none
 from . import check
-from .support import call_operation, error_code, got, setup_turn
+from .support import call_operation, error_code, setup_turn
 
 
 def _error_body_problems(exchange: Exchange) -> list[str]:
@@ -81,7 +81,7 @@ async def codes(ctx: CheckContext) -> None:
     skipped = []
     for what, exchange, expected in cases:
         if exchange.status not in expected:  # the status itself is other checks' business (AUTH-001, ...)
-            skipped.append(f"{what}: {got(exchange)}")
+            skipped.append(f"{what}: {exchange.excerpt()}")
             continue
         ctx.findings.expect(
             "ERROR-002",

@@ -13,7 +13,7 @@ from ..operations import operation
 from ..transport.exchanges import Exchange, json_or_none
 from . import check
 from .blame import require_served
-from .support import call_operation, got, judge_not_streamed, require_capability, setup_turn
+from .support import call_operation, judge_not_streamed, require_capability, setup_turn
 from .turns import describe, script_text, served
 
 # --- input ------------------------------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ async def _judge_422(
     exchange = result.exchange
     if requirement is not None:
         ctx.findings.expect(
-            requirement, exchange.status == 422, f"{what}: answered {got(exchange)}, expected 422", exchange
+            requirement, exchange.status == 422, f"{what}: answered {exchange.excerpt()}, expected 422", exchange
         )
     if precheck:
         judge_not_streamed(ctx, exchange, what)
@@ -171,7 +171,8 @@ async def malformed_json(ctx: CheckContext) -> None:
             ctx.findings.expect(
                 "INPUT-009",
                 exchange.status in (400, 422),
-                f"{exchange.method} {exchange.url} with {what} as the body: answered {got(exchange)}; expected 400 "
+                f"{exchange.method} {exchange.url} with {what} as the body: answered "
+                f"{exchange.excerpt()}; expected 400 "
                 "or 422",
                 exchange,
             )

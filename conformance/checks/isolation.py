@@ -61,7 +61,7 @@ async def stream(ctx: CheckContext) -> None:
         "ISOLATION-002",
         attempt.status == 404 and not attempt.events,
         f"user other streaming into main's session {session_id}: status "
-        f"{attempt.status if attempt.status is not None else attempt.exchange.error}, "
+        f"{attempt.exchange.outcome}, "
         f"{len(attempt.events)} event(s); expected 404 before any stream",
         attempt.exchange,
     )

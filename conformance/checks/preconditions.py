@@ -15,7 +15,7 @@ from ..errors import NotTestable
 from ..operations import chat_endpoints
 from ..transport.exchanges import Exchange
 from . import check
-from .support import call_operation, error_code, got, is_stream, judge_not_streamed, setup_turn
+from .support import call_operation, error_code, is_stream, judge_not_streamed, setup_turn
 
 # --- authentication -------------------------------------------------------------------------------------------
 
@@ -68,7 +68,7 @@ def _judge_401(ctx: CheckContext, exchange: Exchange, what: str) -> None:
     ctx.findings.expect(
         "AUTH-001",
         exchange.status == 401,
-        f"{exchange.method} {exchange.url} with {what}: answered {got(exchange)}, expected 401",
+        f"{exchange.method} {exchange.url} with {what}: answered {exchange.excerpt()}, expected 401",
         exchange,
     )
     if exchange.status == 401:
@@ -129,7 +129,7 @@ async def _every_endpoint(ctx: CheckContext, project_id: str, status: int, requi
         ctx.findings.expect(
             requirement,
             exchange.status == status,
-            f"{exchange.method} {exchange.url} for {what}: answered {got(exchange)}, expected {status}",
+            f"{exchange.method} {exchange.url} for {what}: answered {exchange.excerpt()}, expected {status}",
             exchange,
         )
         if endpoint.id == "streamChat":
@@ -158,7 +158,7 @@ async def not_configured(ctx: CheckContext) -> None:
     ctx.findings.expect(
         "LLM-001",
         exchange.status == 400 and error_code(exchange) == "llm_not_configured",
-        f"a stream request by a user with no LLM configuration answered {got(exchange)}; expected 400 with code "
+        f"a stream request by a user with no LLM configuration answered {exchange.excerpt()}; expected 400 with code "
         "llm_not_configured",
         exchange,
     )

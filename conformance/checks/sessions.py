@@ -129,8 +129,7 @@ async def id_validation(ctx: CheckContext) -> None:
         ctx.findings.expect(
             "SESSION-003",
             result.status == 422,
-            f"POST /stream with session_id {value!r} ({label}) answered "
-            f"{result.status if result.status is not None else result.exchange.error}, expected 422",
+            f"POST /stream with session_id {value!r} ({label}) answered {result.exchange.outcome}, expected 422",
             result.exchange,
         )
     for label, value in INVALID_PATH_IDS:

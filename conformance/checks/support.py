@@ -58,15 +58,8 @@ def expected_roles(script: dict[str, Any]) -> list[str]:
 # --- describing answers ----------------------------------------------------------------------------------------
 
 
-def got(exchange: Exchange) -> str:
-    """The status (or transport error) and the start of the body."""
-    status = exchange.status if exchange.status is not None else exchange.error
-    body = exchange.body if len(exchange.body) <= 300 else exchange.body[:300] + "..."
-    return f"{status} {body}".strip()
-
-
 def answered(exchange: Exchange) -> str:
-    return f"{exchange.method} {exchange.url} answered {got(exchange)}"
+    return f"{exchange.method} {exchange.url} answered {exchange.excerpt()}"
 
 
 def worker_name(exchange: Exchange) -> str | None:
@@ -230,7 +223,7 @@ async def controller_call(
     ctx.findings.require(
         exchange.status in expected,
         requirement,
-        f"{method} {path} answered {exchange.status if exchange.status is not None else exchange.error}, expected "
+        f"{method} {path} answered {exchange.outcome}, expected "
         f"{' or '.join(map(str, expected))}: {exchange.body[:300]}",
         exchange,
     )

@@ -98,10 +98,7 @@ async def control_turn(ctx: CheckContext, chosen: Endpoint | None, script: str) 
 
 def describe(result: StreamResult) -> str:
     """A GNS3 stream answer in short: the status (or transport error), the body's start, the last events."""
-    exchange = result.exchange
-    status = exchange.status if exchange.status is not None else exchange.error
-    body = exchange.body if len(exchange.body) <= 300 else exchange.body[:300] + "..."
-    return f"{f'{status} {body}'.strip()} events {result.types[-5:]}"
+    return f"{result.exchange.excerpt()} events {result.types[-5:]}"
 
 
 def completed_turn(result: StreamResult) -> bool:

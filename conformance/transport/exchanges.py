@@ -31,6 +31,16 @@ class Exchange:
     elapsed: float = 0.0
     authorization: str | None = "Bearer $TOKEN"  # as sent; real tokens are shown as $TOKEN / $ADMIN_TOKEN
 
+    @property
+    def outcome(self) -> int | str | None:
+        """The status, or the transport error (or the suite's deadline) when no answer came."""
+        return self.status if self.status is not None else self.error
+
+    def excerpt(self) -> str:
+        """The status (or transport error) and the start of the body."""
+        body = self.body if len(self.body) <= 300 else self.body[:300] + "..."
+        return f"{self.outcome} {body}".strip()
+
     def curl(self) -> str:
         parts = ["curl", "-sS", "-N" if self.events else "-i", "-X", self.method, shlex.quote(self.url)]
         if self.authorization is not None:
@@ -67,7 +77,7 @@ class Exchange:
         return evidence
 
     def describe(self) -> str:
-        return f"{self.method} {self.url} -> {self.status if self.status is not None else self.error}"
+        return f"{self.method} {self.url} -> {self.outcome}"
 
 
 def json_or_none(text: str) -> Any:
