@@ -26,7 +26,7 @@ from rich.table import Table
 import gns3_copilot_spec as spec
 
 from .checks import SelectionError, load_all, select
-from .context import DEFAULT_SEED
+from .environment import DEFAULT_SEED
 from .errors import TargetError
 from .findings import Outcome
 from .run_and_report import EXIT_FAILED, EXIT_USAGE, PREFLIGHT_STOPPED, run_and_report

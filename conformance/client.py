@@ -20,7 +20,7 @@ from .transport.sse import Frame
 from .violations import Violation
 
 if TYPE_CHECKING:
-    from .context import Environment
+    from .environment import Environment
 
 
 @dataclass

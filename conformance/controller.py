@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from .cleanup import Ledger
-from .context import User
+from .environment import User
 from .errors import HarnessError
+from .ledger import Ledger
 
 
 class Controller:

@@ -18,7 +18,7 @@ import gns3_copilot_spec as spec
 
 from .checks import CheckSpec, select
 from .cleanup import finish
-from .context import DEFAULT_SEED
+from .environment import DEFAULT_SEED
 from .errors import HarnessError, TargetError
 from .execution import CheckRun, run_checks
 from .provisioning import prepare

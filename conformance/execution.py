@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import httpx
 
 from .checks import CheckSpec
-from .context import CheckContext, Environment
+from .context import CheckContext
+from .environment import Environment
 from .errors import Blocked, BlockedBy, HarnessError, NotTestable
 from .findings import Finding, Outcome
 from .provisioning import own_project

@@ -11,7 +11,7 @@ from .errors import HarnessError
 from .scenarios import usage_of
 
 if TYPE_CHECKING:
-    from .context import Environment
+    from .environment import Environment
 
 
 class FakeLLMLog:

@@ -14,7 +14,8 @@ from typing import Any
 
 from .channels.client import ChannelClient
 from .channels.endpoints import declared as declared_endpoints
-from .context import CheckContext, Environment
+from .context import CheckContext
+from .environment import Environment
 from .errors import TargetMisdeclared
 from .transport.exchanges import json_or_none
 

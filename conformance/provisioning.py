@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 
-from .cleanup import Ledger
-from .context import DEFAULT_SEED, Environment, User
 from .controller import Controller, UserMaker
+from .environment import DEFAULT_SEED, Environment, User
 from .errors import HarnessError
+from .ledger import Ledger
 from .preflight import preflight
 from .processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
 from .scenarios import write_scripts

@@ -149,7 +149,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     """The suite, run once per session against --copilot-target, its reports written to --copilot-report-dir."""
-    from .context import DEFAULT_SEED
+    from .environment import DEFAULT_SEED
     from .errors import TargetError
     from .run_and_report import PREFLIGHT_STOPPED, run_and_report
     from .target import load_target

@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from .context import DEFAULT_SEED
 from .engine import run_suite
+from .environment import DEFAULT_SEED
 from .errors import TargetError
 from .execution import CheckRun
 from .target import Target, load_target

@@ -12,7 +12,7 @@ import gns3_copilot_spec as spec
 
 from .checks import CheckSpec
 from .cleanup import CleanupReport
-from .context import DEFAULT_SEED
+from .environment import DEFAULT_SEED
 from .execution import CheckRun
 from .findings import Finding, RequirementVerdict, Verdict, combine, harness_failure, judge, not_applicable, run_passes
 from .target import Target

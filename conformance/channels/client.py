@@ -6,69 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..transport.exchanges import Exchange
-from ..transport.sse import INVALID, Frame, SseBody
-from .endpoints import STREAMING, Endpoint, Usage
+from ..transport.sse import Frame
+from .endpoints import STREAMING, ChannelAnswer, Endpoint
 
 if TYPE_CHECKING:
     from ..context import CheckContext
-
-
-@dataclass
-class ChannelAnswer:
-    endpoint: Endpoint
-    exchange: Exchange
-    headers: dict[str, str] = field(default_factory=dict)  # every response header, names in lower case
-    sse: SseBody | None = None  # a 200 text/event-stream answer, read strictly
-    completed: bool = False  # the server ended the answer (not the suite's disconnect or deadline)
-    opened: float = 0.0  # seconds from sending the request to the response's headers
-    message: str = ""  # the user message of the turn (its fake-LLM tag names script and run)
-    raw: str = ""  # the body as received: what the real clients read again (real_clients.py)
-
-    @property
-    def status(self) -> int | None:
-        return self.exchange.status
-
-    @property
-    def streamed(self) -> bool:
-        return self.sse is not None
-
-    @property
-    def frames(self) -> list[Frame]:
-        return self.sse.frames if self.sse else []
-
-    @property
-    def payloads(self) -> list[Any]:
-        """The data of every message frame: JSON where it parses, the raw text otherwise ([DONE] included)."""
-        if self.sse is None:
-            return []
-        return [frame.data if frame.json() is INVALID else frame.json() for frame in self.sse.messages]
-
-    @property
-    def text(self) -> str:
-        return self.endpoint.text(self)
-
-    @property
-    def usage(self) -> Usage | None:
-        return self.endpoint.usage(self)
-
-    @property
-    def session_id(self) -> str | None:
-        return self.endpoint.session_id(self)
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        return self.endpoint.error(self)
-
-    def describe(self) -> str:
-        status = self.exchange.outcome
-        if self.sse is None:
-            return f"{self.exchange.method} {self.exchange.url} -> {status} {self.exchange.body[:300]}".strip()
-        shown = [frame.raw[:120] for frame in self.sse.messages[-4:]]
-        return f"{self.exchange.method} {self.exchange.url} -> {status}, last frames {shown}"
 
 
 class ChannelClient:

@@ -5,14 +5,11 @@ protocol (rules_*.py) judge the answer; these readers only extract, and never fa
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
-from ..transport.exchanges import json_or_none
-from ..transport.sse import INVALID
-
-if TYPE_CHECKING:
-    from .client import ChannelAnswer
+from ..transport.exchanges import Exchange, json_or_none
+from ..transport.sse import INVALID, Frame, SseBody
 
 SESSION_HEADER = "x-copilot-session-id"  # OPENAI-002: every channel names its session there
 
@@ -312,3 +309,57 @@ STREAMING: dict[str, Endpoint] = {e.name: e for e in (OpenAIChat(), OpenAIRespon
 def declared(channels: dict[str, Any]) -> list[Endpoint]:
     """The streaming endpoints of the channels a target declares, in a fixed order."""
     return [endpoint for endpoint in STREAMING.values() if endpoint.channel in channels]
+
+
+@dataclass
+class ChannelAnswer:
+    endpoint: Endpoint
+    exchange: Exchange
+    headers: dict[str, str] = field(default_factory=dict)  # every response header, names in lower case
+    sse: SseBody | None = None  # a 200 text/event-stream answer, read strictly
+    completed: bool = False  # the server ended the answer (not the suite's disconnect or deadline)
+    opened: float = 0.0  # seconds from sending the request to the response's headers
+    message: str = ""  # the user message of the turn (its fake-LLM tag names script and run)
+    raw: str = ""  # the body as received: what the real clients read again (real_clients.py)
+
+    @property
+    def status(self) -> int | None:
+        return self.exchange.status
+
+    @property
+    def streamed(self) -> bool:
+        return self.sse is not None
+
+    @property
+    def frames(self) -> list[Frame]:
+        return self.sse.frames if self.sse else []
+
+    @property
+    def payloads(self) -> list[Any]:
+        """The data of every message frame: JSON where it parses, the raw text otherwise ([DONE] included)."""
+        if self.sse is None:
+            return []
+        return [frame.data if frame.json() is INVALID else frame.json() for frame in self.sse.messages]
+
+    @property
+    def text(self) -> str:
+        return self.endpoint.text(self)
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.endpoint.usage(self)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.endpoint.session_id(self)
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.endpoint.error(self)
+
+    def describe(self) -> str:
+        status = self.exchange.outcome
+        if self.sse is None:
+            return f"{self.exchange.method} {self.exchange.url} -> {status} {self.exchange.body[:300]}".strip()
+        shown = [frame.raw[:120] for frame in self.sse.messages[-4:]]
+        return f"{self.exchange.method} {self.exchange.url} -> {status}, last frames {shown}"

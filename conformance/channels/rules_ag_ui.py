@@ -21,7 +21,7 @@ from . import official
 from .rules_ui import _usage_problem, ident, request_body
 
 if TYPE_CHECKING:
-    from .client import ChannelAnswer
+    from .endpoints import ChannelAnswer
     from .expected import ExpectedTurn
 
 EVENTS, END = "AGUI-002", "AGUI-003"

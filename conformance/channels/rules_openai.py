@@ -35,7 +35,7 @@ from ..violations import Violation, short
 from . import official
 
 if TYPE_CHECKING:
-    from .client import ChannelAnswer
+    from .endpoints import ChannelAnswer
     from .expected import ExpectedTurn
 
 CHAT, ERROR, RESPONSES = "OPENAI-002", "OPENAI-004", "OPENAI-006"

@@ -9,8 +9,7 @@ from typing import Any
 from ..transport.exchanges import Exchange, json_or_none
 from ..violations import Violation, short
 from . import official, rules_openai
-from .client import ChannelAnswer
-from .endpoints import SESSION_HEADER
+from .endpoints import SESSION_HEADER, ChannelAnswer
 from .expected import ExpectedTurn
 from .real_clients import ClientRead
 

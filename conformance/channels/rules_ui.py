@@ -20,7 +20,7 @@ from ..violations import Violation, short
 from . import official
 
 if TYPE_CHECKING:
-    from .client import ChannelAnswer
+    from .endpoints import ChannelAnswer
     from .expected import ExpectedTurn
 
 FRAMES, CHUNKS = "UI-002", "UI-003"

@@ -9,7 +9,8 @@ import uuid
 from typing import Any
 
 from ..channels import official, rules_ag_ui
-from ..channels.client import ChannelAnswer, ChannelClient
+from ..channels.client import ChannelClient
+from ..channels.endpoints import ChannelAnswer
 from ..channels.expected import ExpectedTurn, expected_turn
 from ..channels.real_clients import ClientRead
 from ..context import CheckContext

@@ -13,8 +13,8 @@ import uuid
 from typing import Any
 
 from ..channels import official, rules_openai
-from ..channels.client import ChannelAnswer, ChannelClient
-from ..channels.endpoints import SESSION_HEADER, Endpoint
+from ..channels.client import ChannelClient
+from ..channels.endpoints import SESSION_HEADER, ChannelAnswer, Endpoint
 from ..channels.expected import expected_turn
 from ..channels.real_clients import client_model_ids
 from ..channels.rules_openai_bodies import (

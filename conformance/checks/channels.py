@@ -14,8 +14,8 @@ import time
 import uuid
 from typing import Any
 
-from ..channels.client import ChannelAnswer, ChannelClient
-from ..channels.endpoints import STREAMING, Endpoint
+from ..channels.client import ChannelClient
+from ..channels.endpoints import STREAMING, ChannelAnswer, Endpoint
 from ..context import CheckContext
 from ..errors import NotTestable
 from ..transport.exchanges import Exchange, json_or_none

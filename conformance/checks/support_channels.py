@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..channels.client import ChannelAnswer, ChannelClient
-from ..channels.endpoints import STREAMING, Endpoint, declared
+from ..channels.client import ChannelClient
+from ..channels.endpoints import STREAMING, ChannelAnswer, Endpoint, declared
 from ..channels.expected import ExpectedTurn
 from ..channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
 from ..context import CheckContext

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..channels.client import ChannelAnswer, ChannelClient
-from ..channels.endpoints import Endpoint
+from ..channels.client import ChannelClient
+from ..channels.endpoints import ChannelAnswer, Endpoint
 from ..channels.expected import ExpectedTurn, expected_turn
 from ..client import StreamResult
 from ..context import CheckContext

@@ -22,7 +22,7 @@ from .exchanges import Exchange
 from .sse import Frame, SseBody, SseTokenizer
 
 if TYPE_CHECKING:
-    from ..context import Environment
+    from ..environment import Environment
 
 # The headers a rule is about (authentication, caching, the stream's type, allowed methods, the UI stream's marker,
 # proxies' buffering), and X-Copilot-Worker: the process of a server of several that answered (the reference

@@ -11,9 +11,10 @@ import httpx
 import pytest
 import yaml
 
-from conformance.cleanup import Ledger, clean_up
-from conformance.context import Environment, User
+from conformance.cleanup import clean_up
 from conformance.engine import run
+from conformance.environment import Environment, User
+from conformance.ledger import Ledger
 from conformance.processes import free_port, start_fake_llm
 from conformance.target import load_target, parse_target
 from tests.reference_server.conftest import start_server_process

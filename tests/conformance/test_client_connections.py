@@ -9,7 +9,7 @@ import asyncio
 import httpx
 
 from conformance.client import ChatClient
-from conformance.context import Environment, User
+from conformance.environment import Environment, User
 from conformance.target import load_target
 
 

@@ -14,11 +14,10 @@ import pytest
 import yaml
 
 from conformance.channels import rules_ui
-from conformance.channels.client import ChannelAnswer
-from conformance.channels.endpoints import STREAMING
+from conformance.channels.endpoints import STREAMING, ChannelAnswer
 from conformance.channels.expected import ExpectedTurn, expected_turn
-from conformance.transport.sse import parse
 from conformance.transport.exchanges import Exchange
+from conformance.transport.sse import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "spec" / "examples" / "channels" / "ui"
