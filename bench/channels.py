@@ -52,7 +52,7 @@ class ChannelResults(StreamResults):
 def rerun_inside(argv: list[str]) -> int:
     """Install the peers when needed (told on stderr), then run `python -m bench ARGV` again inside `unshare -rn`;
     its exit code."""
-    from conformance.netns import network_namespace_available
+    from conformance.harness.netns import network_namespace_available
     from peers.install import InstallError, ensure
 
     for subject in PEER_SUBJECTS:

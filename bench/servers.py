@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.processes import Process, free_port, start_fake_llm, start_module
+from conformance.harness.processes import Process, free_port, start_fake_llm, start_module
 
 
 @dataclass

@@ -21,17 +21,16 @@ from __future__ import annotations
 from typing import Any
 
 import gns3_copilot_spec as spec
-
-from .checks import SelectionError
-from .engine import run, run_suite
-from .errors import Blocked, ConformanceError, HarnessError, NotTestable, TargetError
-from .findings import Finding, Outcome, RequirementVerdict, Verdict
-from .framing import ParsedStream, parse_stream
-from .sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
-from .stream_rules import check_events
-from .target import Target, load_target, parse_target
-from .verdicts import RunResult
-from .violations import Violation
+from conformance.checks import SelectionError
+from conformance.errors import Blocked, ConformanceError, HarnessError, NotTestable, TargetError
+from conformance.harness.engine import run, run_suite
+from conformance.harness.findings import Finding, Outcome, RequirementVerdict, Verdict
+from conformance.harness.target import Target, load_target, parse_target
+from conformance.harness.verdicts import RunResult
+from conformance.reports.sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
+from conformance.rules.framing import ParsedStream, parse_stream
+from conformance.rules.stream_events import check_events
+from conformance.rules.violations import Violation
 
 __all__ = [
     "Blocked",

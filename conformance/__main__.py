@@ -1,6 +1,6 @@
 """`python -m conformance`: the main job, `copilot-conformance run` against the built-in reference server.
 
-It validates the contract in spec/ first (conformance/contract_check.py), then runs the suite and writes the
+It validates the contract in spec/ first (conformance/harness/contract_check.py), then runs the suite and writes the
 reports to reports/. Options are those of `run` (`python -m conformance --target FILE --report-dir DIR`); the
 other commands work too (`python -m conformance targets`, `python -m conformance requirements`).
 """

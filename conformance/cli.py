@@ -24,13 +24,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 import gns3_copilot_spec as spec
-
-from .checks import SelectionError, load_all, select
-from .environment import DEFAULT_SEED
-from .errors import TargetError
-from .findings import Outcome
-from .run_and_report import EXIT_FAILED, EXIT_USAGE, PREFLIGHT_STOPPED, run_and_report
-from .target import BUILTIN_TARGETS, load_target
+from conformance.checks import SelectionError, load_all, select
+from conformance.errors import TargetError
+from conformance.harness.environment import DEFAULT_SEED
+from conformance.harness.findings import Outcome
+from conformance.harness.run_and_report import EXIT_FAILED, EXIT_USAGE, PREFLIGHT_STOPPED, run_and_report
+from conformance.harness.target import BUILTIN_TARGETS, load_target
 
 
 def _stdout() -> Console:
@@ -197,7 +196,7 @@ def run(
     Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file (preflight included) or bad
     arguments.
     """
-    from .reports.console import print_summary
+    from conformance.reports.console import print_summary
 
     out = _stdout()
     target = _target_or_exit(target_name)
@@ -208,7 +207,7 @@ def run(
         sys.exit(EXIT_USAGE)
 
     if not skip_contract_check:
-        from .contract_check import contract_problems
+        from conformance.harness.contract_check import contract_problems
 
         checked, problems = contract_problems()
         if problems:
@@ -294,7 +293,7 @@ def explain(requirement_id: str) -> None:
     """Everything about one requirement: its level and text, where spec/ specifies it, the checks that judge it,
     where the reference server implements it and which tests verify that, and the mutants of tests/quality/ that
     prove its checks fail (each as path:line). An unknown id exits 2 and names the closest ones."""
-    from .explain import UnknownRequirement, explain, render
+    from conformance.explain import UnknownRequirement, explain, render
 
     try:
         explanation = explain(requirement_id)
@@ -322,7 +321,7 @@ def export_scripts(folder: Path, target_name: str | None) -> None:
     """Write the scripts into FOLDER, one YAML file each, as a run against this target writes them; then
     `python -m fake_llm serve --scripts FOLDER --port P` serves them (P: the port the users' LLM configuration
     names, shown in the report's reproductions)."""
-    from .scenarios import write_scripts
+    from conformance.rules.scenarios import write_scripts
 
     target = _target_or_exit(target_name)
     try:

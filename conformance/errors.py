@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .transport.exchanges import Exchange
+    from conformance.transport.exchanges import Exchange
 
 
 class ConformanceError(Exception):

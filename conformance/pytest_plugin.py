@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from .findings import Outcome, Verdict
+from conformance.harness.findings import Outcome, Verdict
 
 REQUIREMENT_TESTS = Path(__file__).resolve().parent / "test_requirements.py"
 OPTIONS = {  # option -> (dest, default): every option of the plugin, all prefixed
@@ -120,10 +120,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
         return
     import gns3_copilot_spec as spec
-
-    from .checks import SelectionError, select
-    from .errors import TargetError
-    from .target import load_target
+    from conformance.checks import SelectionError, select
+    from conformance.errors import TargetError
+    from conformance.harness.target import load_target
 
     state = config.stash[_STATE]
     try:
@@ -149,10 +148,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     """The suite, run once per session against --copilot-target, its reports written to --copilot-report-dir."""
-    from .environment import DEFAULT_SEED
-    from .errors import TargetError
-    from .run_and_report import PREFLIGHT_STOPPED, run_and_report
-    from .target import load_target
+    from conformance.errors import TargetError
+    from conformance.harness.environment import DEFAULT_SEED
+    from conformance.harness.run_and_report import PREFLIGHT_STOPPED, run_and_report
+    from conformance.harness.target import load_target
 
     config = request.config
     state = config.stash[_STATE]
@@ -217,7 +216,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     state = config.stash.get(_STATE, None)
     if state is None or state.data is None:
         return
-    from .reports.console import summary_text
+    from conformance.reports.console import summary_text
 
     terminalreporter.write_sep("=", "copilot-conformance")
     data = state.data

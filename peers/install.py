@@ -16,7 +16,7 @@ import time
 import venv
 from pathlib import Path
 
-from conformance.install_lock import installing
+from conformance.harness.install_lock import installing
 
 from . import PEERS, REPO, Peer, get_peer
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from conformance.netns import inside, rerun_inside
+from conformance.harness.netns import inside, rerun_inside
 
 from . import PEERS, REPO, get_peer
 from .install import ensure
@@ -64,7 +64,7 @@ def main(names: tuple[str, ...], report_dir: Path | None, doc: Path | None, jobs
     if (report_dir or doc) and len(names) != 1:
         raise click.UsageError("--report-dir and --doc go with exactly one --peer")
     if inside(MODULE):
-        from conformance.run_and_report import run_and_echo
+        from conformance.harness.run_and_report import run_and_echo
 
         target_file = str(get_peer(names[0]).target_file)
         sys.exit(run_and_echo(target_file, report_dir.resolve(), doc.resolve(), jobs=jobs, only=None))

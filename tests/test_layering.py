@@ -57,3 +57,84 @@ def test_the_contract_is_imported_by_its_installed_name(package: str):
         f"{where} imports {name}" for name, where in imported_packages(package) if name in FOLDER_OF.values()
     )
     assert offenders == [], "import gns3_copilot_spec / gns3_copilot_generated instead"
+
+
+# --- the layers inside the suite (conformance/README: "where things are") -----------------------------------------
+# Front-ends: thin, over conformance.harness.run_and_report; nothing below them imports them.
+FRONT_ENDS = (
+    "conformance.cli",
+    "conformance.pytest_plugin",
+    "conformance.explain",
+    "conformance.gns3",
+    "conformance.test_requirements",
+    "conformance.__main__",
+)
+# What does I/O: requests, processes, the run. A pure rule (conformance.rules) never imports it at run time.
+IO_MODULES = (
+    "conformance.harness",
+    "conformance.transport.http",
+    "conformance.channels.client",
+    "conformance.channels.gns3_stream",
+    "conformance.channels.real_clients",
+    "conformance.channels.node",
+    "conformance.checks",
+    "conformance.reports",
+)
+LAYER_MAY_NOT_IMPORT = {
+    "rules": IO_MODULES + FRONT_ENDS,
+    "transport": ("conformance.checks", "conformance.reports") + FRONT_ENDS,
+    "checks": FRONT_ENDS,
+    "harness": FRONT_ENDS,
+    "reports": FRONT_ENDS,
+    "channels": FRONT_ENDS,
+}
+
+
+def runtime_imports(path: Path) -> set[tuple[str, int]]:
+    """The absolute modules `path` imports when it runs (imports under `if TYPE_CHECKING:` are type hints only)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    hinted = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for inner in ast.walk(node)
+    }
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in hinted:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {(alias.name, node.lineno) for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found |= {(f"{base}.{alias.name}", node.lineno) for alias in node.names} | {(base, node.lineno)}
+    return found
+
+
+@pytest.mark.parametrize(("layer", "forbidden"), sorted(LAYER_MAY_NOT_IMPORT.items()))
+def test_each_layer_of_the_suite_imports_only_what_is_below_it(layer: str, forbidden: tuple[str, ...]):
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in (ROOT / "conformance" / layer).rglob("*.py")
+        for name, line in runtime_imports(path)
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    )
+    assert offenders == [], f"conformance/{layer}/ may not import {forbidden}"
+
+
+def test_the_layering_test_sees_a_forbidden_import(tmp_path):
+    source = (
+        "from typing import TYPE_CHECKING\nfrom ..harness import engine\nif TYPE_CHECKING:\n    from ..cli import x\n"
+    )
+    path = ROOT / "conformance" / "rules" / "probe.py"
+    try:
+        path.write_text(source)
+        names = {name for name, _ in runtime_imports(path)}
+    finally:
+        path.unlink()
+    assert "conformance.harness.engine" in names and "conformance.cli.x" not in names

@@ -8,12 +8,12 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..transport.exchanges import Exchange
-from ..transport.sse import Frame
-from .endpoints import STREAMING, ChannelAnswer, Endpoint
+from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint
+from conformance.transport.exchanges import Exchange
+from conformance.transport.sse import Frame
 
 if TYPE_CHECKING:
-    from ..context import CheckContext
+    from conformance.checks.context import CheckContext
 
 
 class ChannelClient:

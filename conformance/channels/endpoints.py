@@ -8,8 +8,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..transport.exchanges import Exchange, json_or_none
-from ..transport.sse import INVALID, Frame, SseBody
+from conformance.transport.exchanges import Exchange, json_or_none
+from conformance.transport.sse import INVALID, Frame, SseBody
 
 SESSION_HEADER = "x-copilot-session-id"  # OPENAI-002: every channel names its session there
 

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import HarnessError
+from conformance.errors import HarnessError
 
 JS = Path(__file__).resolve().parent / "js"
 DEFAULT_TIMEOUT = 60.0

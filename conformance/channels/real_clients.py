@@ -18,7 +18,7 @@ import httpx
 import openai
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from . import node
+from conformance.channels import node
 
 
 @dataclass

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import gns3_copilot_spec as spec
-
-from ..findings import Outcome
+from conformance.harness.findings import Outcome
 
 CheckFunction = Callable[..., Awaitable[None]]
 

@@ -11,15 +11,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..client import StreamResult
-from ..context import CheckContext
-from ..errors import Blocked, NotTestable
-from ..machine_load import stretched
-from ..preflight import SLOW_TOOL_AT_LEAST
-from ..transport.exchanges import Exchange, json_or_none
-from . import check
-from .blame import require_served, unless_stream_blocked
-from .support import (
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks import check
+from conformance.checks.blame import require_served, unless_stream_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support import (
     find_session,
     generation_started,
     history,
@@ -30,8 +26,12 @@ from .support import (
     worker,
     worker_name,
 )
-from .support_stats import settled_stats_problems
-from .turns import describe, script_text, served
+from conformance.checks.support_stats import settled_stats_problems
+from conformance.checks.turns import describe, script_text, served
+from conformance.errors import Blocked, NotTestable
+from conformance.harness.machine_load import stretched
+from conformance.harness.preflight import SLOW_TOOL_AT_LEAST
+from conformance.transport.exchanges import Exchange, json_or_none
 
 ABORT_WITHIN = 5.0  # seconds (ABORT-002)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import secrets
 import uuid
 
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..operations import chat_endpoints
-from ..transport.exchanges import Exchange, json_or_none
-from . import check
-from .support import call_operation, error_code, history, judge_not_streamed, message_keys, setup_turn
-from .turns import completed_turn, describe
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import call_operation, error_code, history, judge_not_streamed, message_keys, setup_turn
+from conformance.checks.turns import completed_turn, describe
+from conformance.errors import NotTestable
+from conformance.rules.operations import chat_endpoints
+from conformance.transport.exchanges import Exchange, json_or_none
 
 DENIED = (403, "project_access_denied")
 

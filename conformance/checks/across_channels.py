@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import asyncio
 
-from ..channels.client import ChannelClient
-from ..context import CheckContext
-from ..errors import Blocked, NotTestable
-from ..scenarios import TITLE
-from ..transport.exchanges import json_or_none
-from . import check
-from .blame import raise_if_blocked, require_scripted
-from .support import RENAMED_TITLE, error_code, expected_roles, find_session, history, wait_for
-from .support_channels import (
+from conformance.channels.client import ChannelClient
+from conformance.checks import check
+from conformance.checks.blame import raise_if_blocked, require_scripted
+from conformance.checks.context import CheckContext
+from conformance.checks.support import RENAMED_TITLE, error_code, expected_roles, find_session, history, wait_for
+from conformance.checks.support_channels import (
     SETTLE_SECONDS,
     endpoints,
     gns3_turn,
@@ -30,7 +27,10 @@ from .support_channels import (
     not_received,
     settled_session,
 )
-from .turns import as_scripted, post_turn, run_tag
+from conformance.checks.turns import as_scripted, post_turn, run_tag
+from conformance.errors import Blocked, NotTestable
+from conformance.rules.scenarios import TITLE
+from conformance.transport.exchanges import json_or_none
 
 
 @check("across_channels.one_session")

@@ -22,12 +22,12 @@ judges the blocker.
 
 from __future__ import annotations
 
-from ..channels.endpoints import Endpoint
-from ..client import StreamResult
-from ..context import CheckContext
-from ..errors import Blocked, BlockedBy
-from ..scenarios import script_named_in
-from .turns import Turn, completed_turn, control_turn, missed, stream_turn
+from conformance.channels.endpoints import Endpoint
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks.context import CheckContext
+from conformance.checks.turns import Turn, completed_turn, control_turn, missed, stream_turn
+from conformance.errors import Blocked, BlockedBy
+from conformance.rules.scenarios import script_named_in
 
 SERVED_TURN = "TESTABILITY-001"  # a plain scripted turn is served (judged by testability.llm_config)
 SERVED_TOOL_TURN = "TESTABILITY-003"  # a turn that runs a declared tool is served (testability.tools_bound)

@@ -1,5 +1,5 @@
 """The AG-UI channel (AGUI-*): the RunAgentInput HttpAgent sends, and the run judged by the protocol's rules
-(conformance/channels/rules_ag_ui.py) and by @ag-ui/client's own pipeline over each recorded body."""
+(conformance/rules/ag_ui.py) and by @ag-ui/client's own pipeline over each recorded body."""
 
 from __future__ import annotations
 
@@ -8,18 +8,19 @@ import json
 import uuid
 from typing import Any
 
-from ..channels import official, rules_ag_ui
-from ..channels.client import ChannelClient
-from ..channels.endpoints import ChannelAnswer
-from ..channels.expected import ExpectedTurn, expected_turn
-from ..channels.real_clients import ClientRead
-from ..context import CheckContext
-from ..errors import HarnessError
-from ..violations import Violation, short
-from . import check
-from .blame import unless_blocked
-from .support_channels import endpoint, real_client_reads, record
-from .turns import Turn, post_turn, run_tag
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import ChannelAnswer
+from conformance.channels.real_clients import ClientRead
+from conformance.checks import check
+from conformance.checks.blame import unless_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support_channels import endpoint, real_client_reads, record
+from conformance.checks.turns import Turn, post_turn, run_tag
+from conformance.errors import HarnessError
+from conformance.rules import ag_ui as rules_ag_ui
+from conformance.rules import official
+from conformance.rules.expected import ExpectedTurn, expected_turn
+from conformance.rules.violations import Violation, short
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7

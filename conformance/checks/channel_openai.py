@@ -1,5 +1,5 @@
 """The OpenAI channel (OPENAI-*): the requests Chat Completions and Responses take, their streams judged by the
-protocol's rules (conformance/channels/rules_openai.py, the official schemas there) and by the `openai` client
+protocol's rules (conformance/rules/openai.py, the official schemas there) and by the `openai` client
 itself run over each recorded body, the non-streamed answers, every refusal's OpenAI error body, and the models.
 
 The checks reach the target only over HTTP, as any OpenAI client would, and read the fake LLM's log to see what
@@ -12,12 +12,18 @@ import json
 import uuid
 from typing import Any
 
-from ..channels import official, rules_openai
-from ..channels.client import ChannelClient
-from ..channels.endpoints import SESSION_HEADER, ChannelAnswer, Endpoint
-from ..channels.expected import expected_turn
-from ..channels.real_clients import client_model_ids
-from ..channels.rules_openai_bodies import (
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import SESSION_HEADER, ChannelAnswer, Endpoint
+from conformance.channels.real_clients import client_model_ids
+from conformance.checks import check
+from conformance.checks.blame import raise_if_blocked, unless_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support_channels import endpoint, real_client_reads, record, usage_violations
+from conformance.checks.turns import Turn, post_turn, run_tag
+from conformance.rules import official
+from conformance.rules import openai as rules_openai
+from conformance.rules.expected import expected_turn
+from conformance.rules.openai_bodies import (
     chat_client_violations,
     completion_problems,
     error_of,
@@ -29,13 +35,8 @@ from ..channels.rules_openai_bodies import (
     responses_client_violations,
     session_header,
 )
-from ..context import CheckContext
-from ..transport.exchanges import json_or_none
-from ..violations import Violation, short
-from . import check
-from .blame import raise_if_blocked, unless_blocked
-from .support_channels import endpoint, real_client_reads, record, usage_violations
-from .turns import Turn, post_turn, run_tag
+from conformance.rules.violations import Violation, short
+from conformance.transport.exchanges import json_or_none
 
 CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]

@@ -1,5 +1,5 @@
 """The Vercel AI SDK UI message stream channel (UI-*): the request DefaultChatTransport sends, the stream judged by
-the protocol's rules (conformance/channels/rules_ui.py) and by `ai`'s own readUIMessageStream over each recorded body,
+the protocol's rules (conformance/rules/ui.py) and by `ai`'s own readUIMessageStream over each recorded body,
 and the session's history as UIMessage[] judged by the official schema and `ai`'s validateUIMessages."""
 
 from __future__ import annotations
@@ -9,19 +9,21 @@ import json
 import uuid
 from typing import Any
 
-from ..channels import node, official, rules_ui
-from ..channels.client import ChannelClient
-from ..channels.endpoints import ChannelAnswer
-from ..channels.expected import ExpectedTurn, expected_turn
-from ..channels.real_clients import ClientRead
-from ..context import CheckContext
-from ..errors import BlockedBy, NotTestable
-from ..transport.exchanges import json_or_none
-from ..violations import Violation, short
-from . import check
-from .blame import unless_blocked
-from .support_channels import endpoint, real_client_reads, record
-from .turns import Turn, post_turn, run_tag
+from conformance.channels import node
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import ChannelAnswer
+from conformance.channels.real_clients import ClientRead
+from conformance.checks import check
+from conformance.checks.blame import unless_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support_channels import endpoint, real_client_reads, record
+from conformance.checks.turns import Turn, post_turn, run_tag
+from conformance.errors import BlockedBy, NotTestable
+from conformance.rules import official
+from conformance.rules import ui as rules_ui
+from conformance.rules.expected import ExpectedTurn, expected_turn
+from conformance.rules.violations import Violation, short
+from conformance.transport.exchanges import json_or_none
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7

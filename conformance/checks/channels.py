@@ -14,17 +14,13 @@ import time
 import uuid
 from typing import Any
 
-from ..channels.client import ChannelClient
-from ..channels.endpoints import STREAMING, ChannelAnswer, Endpoint
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..transport.exchanges import Exchange, json_or_none
-from . import check
-from .blame import require_scripted, unless_blocked
-from .support import (
-    find_session,
-)
-from .support_channels import (
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint
+from conformance.checks import check
+from conformance.checks.blame import require_scripted, unless_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support import find_session
+from conformance.checks.support_channels import (
     CONTRACT_PATHS,
     client_tool_bodies,
     endpoints,
@@ -38,7 +34,9 @@ from .support_channels import (
     real_client_reads,
     usage_violations,
 )
-from .turns import post_turn, run_tag
+from conformance.checks.turns import post_turn, run_tag
+from conformance.errors import NotTestable
+from conformance.transport.exchanges import Exchange, json_or_none
 
 ABORT_WITHIN = 5.0  # seconds (CHANNEL-009, as ABORT-002)
 

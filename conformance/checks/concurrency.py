@@ -9,12 +9,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..client import StreamResult
-from ..context import CheckContext
-from ..errors import NotTestable
-from . import check
-from .blame import require_served, unless_stream_blocked
-from .support import (
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks import check
+from conformance.checks.blame import require_served, unless_stream_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support import (
     error_code,
     generation_started,
     history,
@@ -24,7 +23,8 @@ from .support import (
     worker,
     worker_name,
 )
-from .turns import completed_turn, describe, script_text, served
+from conformance.checks.turns import completed_turn, describe, script_text, served
+from conformance.errors import NotTestable
 
 
 def _turn_texts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from . import check
-from .blame import unless_stream_blocked
-from .support import history
+from conformance.checks import check
+from conformance.checks.blame import unless_stream_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.support import history
 
 
 @check("content.matches_history")

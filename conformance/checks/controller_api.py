@@ -2,7 +2,7 @@
 request, answered as openapi.yaml's `controller` tag documents them (gns3-server 3.1's shapes).
 
 Each call names its operation, so that the client judges its status and body against the contract
-(conformance/responses.py: a controller answer's violations are CONTROLLER-001's); here each call also says which
+(conformance/rules/responses.py: a controller answer's violations are CONTROLLER-001's); here each call also says which
 status the scenario expects. It needs a GNS3-style controller (target file `auth: controller`): elsewhere the suite
 has no administrator to make projects and configurations with, and the rule is NOT TESTABLE.
 """
@@ -13,10 +13,10 @@ import secrets
 import uuid
 from typing import Any
 
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..transport.exchanges import Exchange, json_or_none
-from . import check
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.errors import NotTestable
+from conformance.transport.exchanges import Exchange, json_or_none
 
 RULE = "CONTROLLER-001"
 

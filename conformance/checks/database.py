@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import asyncio
 
-from .. import project_db
-from ..context import CheckContext
-from . import check
-from .support import controller_call, require_controller, require_db_access, scenario_or, turn, wait_for
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import (
+    controller_call,
+    require_controller,
+    require_db_access,
+    scenario_or,
+    turn,
+    wait_for,
+)
+from conformance.harness import project_db
 
 # --- DB-001..005 ---------------------------------------------------------------------------------------------
 

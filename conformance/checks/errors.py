@@ -21,13 +21,12 @@ from functools import cache
 from typing import Any
 
 import gns3_copilot_spec as spec
-
-from ..context import CheckContext
-from ..operations import chat_endpoints, operation
-from ..responses import response_violations
-from ..transport.exchanges import Exchange, json_or_none
-from . import check
-from .support import call_operation, error_code, setup_turn
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import call_operation, error_code, setup_turn
+from conformance.rules.operations import chat_endpoints, operation
+from conformance.rules.responses import response_violations
+from conformance.transport.exchanges import Exchange, json_or_none
 
 
 def _error_body_problems(exchange: Exchange) -> list[str]:

@@ -1,15 +1,15 @@
 """Events (EVENT-*): every event validates against its schema, and carries the one session id of its stream.
 
-EVENT-001 is judged by conformance.stream_rules on every event of every stream the run reads; this check makes
+EVENT-001 is judged by conformance.rules.stream_events on every event of every stream the run reads; this check makes
 sure every scenario's stream is among them."""
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from ..stream_rules import event_violations
-from . import check
-from .blame import require_turn
-from .support import judge_stream_rules, scenario_streams
+from conformance.checks import check
+from conformance.checks.blame import require_turn
+from conformance.checks.context import CheckContext
+from conformance.checks.support import judge_stream_rules, scenario_streams
+from conformance.rules.stream_events import event_violations
 
 
 def _kind(event: object) -> str:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from . import check
-from .support import judge_stream_rules, scenario_streams
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import judge_stream_rules, scenario_streams
 
 
 @check("grammar.order")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from . import check
-from .blame import require_turn
+from conformance.checks import check
+from conformance.checks.blame import require_turn
+from conformance.checks.context import CheckContext
 
 
 @check("heartbeat.sent", slow=True, timed=("HEARTBEAT-001", "HEARTBEAT-003"))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import CheckContext
-from ..transport.exchanges import json_or_none
-from . import check
-from .blame import require_turn
-from .support import answered, expected_roles, history, listed, message_keys, scenario_or, turn
+from conformance.checks import check
+from conformance.checks.blame import require_turn
+from conformance.checks.context import CheckContext
+from conformance.checks.support import answered, expected_roles, history, listed, message_keys, scenario_or, turn
+from conformance.transport.exchanges import json_or_none
 
 
 def _parsed_arguments(value: Any) -> Any:

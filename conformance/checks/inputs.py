@@ -7,14 +7,14 @@ import json
 import math
 from typing import Any
 
-from ..client import StreamResult
-from ..context import CheckContext
-from ..operations import operation
-from ..transport.exchanges import Exchange, json_or_none
-from . import check
-from .blame import require_served
-from .support import call_operation, judge_not_streamed, require_capability, setup_turn
-from .turns import describe, script_text, served
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks import check
+from conformance.checks.blame import require_served
+from conformance.checks.context import CheckContext
+from conformance.checks.support import call_operation, judge_not_streamed, require_capability, setup_turn
+from conformance.checks.turns import describe, script_text, served
+from conformance.rules.operations import operation
+from conformance.transport.exchanges import Exchange, json_or_none
 
 # --- input ------------------------------------------------------------------------------------------------------
 

@@ -3,10 +3,19 @@ and is left exactly as it was."""
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from ..operations import session_endpoints
-from . import check
-from .support import answered, call_operation, differences, history, listed, listing, message_keys, turn
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import (
+    answered,
+    call_operation,
+    differences,
+    history,
+    listed,
+    listing,
+    message_keys,
+    turn,
+)
+from conformance.rules.operations import session_endpoints
 
 
 @check("isolation.endpoints")

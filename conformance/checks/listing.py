@@ -11,14 +11,14 @@ from typing import Any
 
 import httpx
 
-from .. import project_db
-from ..context import CheckContext
-from ..errors import HarnessError
-from ..operations import operation
-from ..timestamps import parse_time, time_key
-from ..transport.exchanges import json_or_none
-from . import check
-from .support import answered, history, listed, listing, turn
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import answered, history, listed, listing, turn
+from conformance.errors import HarnessError
+from conformance.harness import project_db
+from conformance.rules.operations import operation
+from conformance.rules.timestamps import parse_time, time_key
+from conformance.transport.exchanges import json_or_none
 
 RFC3339_UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 

@@ -7,15 +7,14 @@ import asyncio
 import shutil
 from typing import Any
 
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import controller_call, listing, require_controller, require_db_access
+from conformance.errors import NotTestable
+from conformance.harness import project_db
+from conformance.rules.timestamps import parse_time
+from conformance.transport.exchanges import json_or_none
 from gns3_copilot_spec.db.legacy_fixture import build_legacy_database
-
-from .. import project_db
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..timestamps import parse_time
-from ..transport.exchanges import json_or_none
-from . import check
-from .support import controller_call, listing, require_controller, require_db_access
 
 TIMESTAMPS = ("last_message_at", "created_at", "updated_at")
 COUNTERS = ("title", "message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")

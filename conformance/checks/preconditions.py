@@ -10,12 +10,12 @@ import time
 import uuid
 from typing import Any
 
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..operations import chat_endpoints
-from ..transport.exchanges import Exchange
-from . import check
-from .support import call_operation, error_code, is_stream, judge_not_streamed, setup_turn
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import call_operation, error_code, is_stream, judge_not_streamed, setup_turn
+from conformance.errors import NotTestable
+from conformance.rules.operations import chat_endpoints
+from conformance.transport.exchanges import Exchange
 
 # --- authentication -------------------------------------------------------------------------------------------
 

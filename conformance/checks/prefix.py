@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from . import check
+from conformance.checks import check
+from conformance.checks.context import CheckContext
 
 
 @check("prefix.served")

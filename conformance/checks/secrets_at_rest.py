@@ -7,11 +7,11 @@ import asyncio
 import base64
 import uuid
 
-from .. import project_db
-from ..context import CheckContext
-from ..errors import NotTestable
-from . import check
-from .support import require_db_access, scenario_or, turn
+from conformance.checks import check
+from conformance.checks.context import CheckContext
+from conformance.checks.support import require_db_access, scenario_or, turn
+from conformance.errors import NotTestable
+from conformance.harness import project_db
 
 
 def _secret_forms(secret: str) -> list[tuple[str, bytes]]:

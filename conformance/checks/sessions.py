@@ -6,13 +6,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..client import StreamResult
-from ..context import CheckContext
-from ..operations import session_endpoints
-from ..transport.exchanges import json_or_none
-from . import check
-from .blame import require_served, require_turn
-from .support import STATS_FIELDS, answered, call_operation, expected_roles, history, listed, listing, turn
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks import check
+from conformance.checks.blame import require_served, require_turn
+from conformance.checks.context import CheckContext
+from conformance.checks.support import (
+    STATS_FIELDS,
+    answered,
+    call_operation,
+    expected_roles,
+    history,
+    listed,
+    listing,
+    turn,
+)
+from conformance.rules.operations import session_endpoints
+from conformance.transport.exchanges import json_or_none
 
 UUID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 

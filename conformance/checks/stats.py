@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
-from ..context import CheckContext
-from ..errors import NotTestable
-from . import check
-from .blame import require_turn
-from .support import history, scenario_or, setup_turn, turn, worker_name
-from .support_stats import settled_stats_problems, stats_problems
+from conformance.checks import check
+from conformance.checks.blame import require_turn
+from conformance.checks.context import CheckContext
+from conformance.checks.support import history, scenario_or, setup_turn, turn, worker_name
+from conformance.checks.support_stats import settled_stats_problems, stats_problems
+from conformance.errors import NotTestable
 
 
 async def _judge_stats(ctx: CheckContext, session_id: str, requirements: list[str], *, what: str) -> None:

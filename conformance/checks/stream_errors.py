@@ -3,9 +3,9 @@ and the session serves its next turn."""
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from . import check
-from .blame import require_served
+from conformance.checks import check
+from conformance.checks.blame import require_served
+from conformance.checks.context import CheckContext
 
 
 @check("stream_errors.error_then_done")

@@ -12,15 +12,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..client import StreamResult
-from ..context import CheckContext
-from ..errors import BlockedBy, NotTestable
-from ..machine_load import stretched
-from ..operations import Operation
-from ..transport.exchanges import Exchange, json_or_none
-from ..transport.sse import parse
-from .blame import raise_if_blocked, require_turn, unless_stream_blocked
-from .turns import describe, served
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks.blame import raise_if_blocked, require_turn, unless_stream_blocked
+from conformance.checks.context import CheckContext
+from conformance.checks.turns import describe, served
+from conformance.errors import BlockedBy, NotTestable
+from conformance.harness.machine_load import stretched
+from conformance.rules.operations import Operation
+from conformance.transport.exchanges import Exchange, json_or_none
+from conformance.transport.sse import parse
 
 STATS_FIELDS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")
 RENAMED_TITLE = "Renamed by the conformance suite"
@@ -271,7 +271,7 @@ def judge_not_streamed(ctx: CheckContext, exchange: Exchange, what: str, events:
 
 async def wait_for(probe: Callable[[], Awaitable[Any]], *, seconds: float, interval: float = 0.2) -> Any:
     """Poll `probe` until it returns a truthy value; None (or its last value) when the time is up: `seconds` on a
-    quiet machine, stretched on a busy one (the suite's own wait: conformance.machine_load)."""
+    quiet machine, stretched on a busy one (the suite's own wait: conformance.harness.machine_load)."""
     deadline = time.monotonic() + stretched(seconds)
     while True:
         value = await probe()
@@ -294,7 +294,7 @@ async def timed(awaitable: Awaitable[Any]) -> tuple[Any, float]:
     return value, time.monotonic()
 
 
-# --- judging whole streams by the rules of conformance.stream_rules --------------------------------------------
+# --- judging whole streams by the rules of conformance.rules.stream_events --------------------------------------------
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 

@@ -14,16 +14,16 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..channels.client import ChannelClient
-from ..channels.endpoints import STREAMING, ChannelAnswer, Endpoint, declared
-from ..channels.expected import ExpectedTurn
-from ..channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..transport.exchanges import json_or_none
-from ..violations import Violation
-from .support import find_session, generation_started, history, wait_for
-from .turns import Turn, run_tag
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint, declared
+from conformance.channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
+from conformance.checks.context import CheckContext
+from conformance.checks.support import find_session, generation_started, history, wait_for
+from conformance.checks.turns import Turn, run_tag
+from conformance.errors import NotTestable
+from conformance.rules.expected import ExpectedTurn
+from conformance.rules.violations import Violation
+from conformance.transport.exchanges import json_or_none
 
 # The contract's path of each channel under the chat prefix (CHANNEL-001, the `channels` tag of openapi.yaml).
 CONTRACT_PATHS = {"openai": "/openai/v1", "ui": "/ui", "ag_ui": "/ag-ui"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import CheckContext
-from .support import STATS_FIELDS, find_session, history, wait_for
+from conformance.checks.context import CheckContext
+from conformance.checks.support import STATS_FIELDS, find_session, history, wait_for
 
 
 def _integer(value: Any) -> bool:

@@ -3,9 +3,9 @@ with the tools bound for the turn's generations and none for the title."""
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from . import check
-from .blame import require_turn
+from conformance.checks import check
+from conformance.checks.blame import require_turn
+from conformance.checks.context import CheckContext
 
 
 @check("testability.llm_config")

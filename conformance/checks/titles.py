@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from ..context import CheckContext
-from ..scenarios import QUOTED_TITLE_EXPECTED, TITLE
-from . import check
-from .blame import require_served, require_turn
-from .support import RENAMED_TITLE, find_session, turn, wait_for
+from conformance.checks import check
+from conformance.checks.blame import require_served, require_turn
+from conformance.checks.context import CheckContext
+from conformance.checks.support import RENAMED_TITLE, find_session, turn, wait_for
+from conformance.rules.scenarios import QUOTED_TITLE_EXPECTED, TITLE
 
 NEW = "New Conversation"
 

@@ -3,11 +3,11 @@ once with its id, parallel calls all run, and a failing tool that does not end t
 
 from __future__ import annotations
 
-from ..context import CheckContext
-from ..scenarios import UNKNOWN_TOOL
-from . import check
-from .blame import require_served, require_turn
-from .support import judge_stream_rules, rule_problems, scenario_streams
+from conformance.checks import check
+from conformance.checks.blame import require_served, require_turn
+from conformance.checks.context import CheckContext
+from conformance.checks.support import judge_stream_rules, rule_problems, scenario_streams
+from conformance.rules.scenarios import UNKNOWN_TOOL
 
 
 @check("tool_calls.accumulation")

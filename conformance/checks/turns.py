@@ -9,14 +9,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..channels.client import ChannelClient
-from ..channels.endpoints import ChannelAnswer, Endpoint
-from ..channels.expected import ExpectedTurn, expected_turn
-from ..client import StreamResult
-from ..context import CheckContext
-from ..errors import NotTestable
-from ..scenarios import scripts_a_failure
-from ..transport.exchanges import json_or_none
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import ChannelAnswer, Endpoint
+from conformance.channels.gns3_stream import StreamResult
+from conformance.checks.context import CheckContext
+from conformance.errors import NotTestable
+from conformance.rules.expected import ExpectedTurn, expected_turn
+from conformance.rules.scenarios import scripts_a_failure
+from conformance.transport.exchanges import json_or_none
 
 
 @dataclass

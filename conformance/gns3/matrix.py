@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import REPO, VERSIONS
+from conformance.gns3 import REPO, VERSIONS
 
 MATRIX_DOC = REPO / "docs" / "gns3-versions.md"
 MATRIX_VERDICTS = REPO / "docs" / "gns3-versions.json"

@@ -15,7 +15,7 @@ import time
 import venv
 from pathlib import Path
 
-from . import EXTRAS, check_version, requirements_file
+from conformance.gns3 import EXTRAS, check_version, requirements_file
 
 SKIPPED = ("pip==", "setuptools==", "wheel==")
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import click
 
-from ..install_lock import installing
-from ..netns import inside, rerun_inside
-from . import REPO, VERSION, VERSIONS, check_version, requirements_file, target_name, venv_dir
+from conformance.gns3 import REPO, VERSION, VERSIONS, check_version, requirements_file, target_name, venv_dir
+from conformance.harness.install_lock import installing
+from conformance.harness.netns import inside, rerun_inside
 
 MODULE = "conformance.gns3.run"  # what re-runs inside the namespace
 
@@ -144,13 +144,13 @@ def main(
 ) -> None:
     """Run the conformance suite against a gns3-server 3.1 pre-release in a loopback-only network namespace."""
     if inside(MODULE):
-        from ..run_and_report import run_and_echo
+        from conformance.harness.run_and_report import run_and_echo
 
         sys.exit(
             run_and_echo(target_name(version), report_dir.resolve(), doc.resolve(), jobs=jobs, only=list(only) or None)
         )
     if resolve_pins:
-        from .pins import resolve_pins as resolve
+        from conformance.gns3.pins import resolve_pins as resolve
 
         resolve(version)
         return
@@ -181,7 +181,7 @@ def main(
 
 
 def _matrix(jobs: int, doc_only: bool) -> int:
-    from .matrix import MATRIX_DOC, write_matrix
+    from conformance.gns3.matrix import MATRIX_DOC, write_matrix
 
     codes: dict[str, int] = {}
     if not doc_only:

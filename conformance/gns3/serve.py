@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .lab import write_lab
+from conformance.gns3.lab import write_lab
 
 
 @click.command()

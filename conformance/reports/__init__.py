@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import console, html, json_report, junit
-from .model import REPORT_FILES, report_data
+from conformance.reports import console, html, json_report, junit
+from conformance.reports.model import REPORT_FILES, report_data
 
 __all__ = ["REPORT_FILES", "report_data", "report_paths", "write_reports"]
 

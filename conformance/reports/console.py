@@ -11,8 +11,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..findings import Verdict
-from .model import DISPLAY, SEVERITY, count, sections, verdict_class
+from conformance.harness.findings import Verdict
+from conformance.reports.model import DISPLAY, SEVERITY, count, sections, verdict_class
 
 STYLES = {"pass": "bold green", "fail": "bold red", "warn": "bold yellow", "xfail": "bold steel_blue", "neutral": "dim"}
 MESSAGE_LIMIT = 240

@@ -12,8 +12,8 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from ..findings import Outcome, Verdict
-from .model import DISPLAY, count, sections, verdict_class
+from conformance.harness.findings import Outcome, Verdict
+from conformance.reports.model import DISPLAY, count, sections, verdict_class
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _CODE = re.compile(r"`([^`]+)`")

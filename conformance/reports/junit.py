@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from ..findings import Outcome, Verdict
+from conformance.harness.findings import Outcome, Verdict
 
 # Characters XML 1.0 cannot hold (control characters in a response body would make the file unreadable).
 _INVALID_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -8,9 +8,8 @@ from collections import Counter
 from typing import Any
 
 import gns3_copilot_spec as spec
-
-from ..findings import Outcome, RequirementVerdict, Verdict, fails_the_run
-from .reproduce import reproduction
+from conformance.harness.findings import Outcome, RequirementVerdict, Verdict, fails_the_run
+from conformance.reports.reproduce import reproduction
 
 # Worst first: the order of the requirements within a section, and of the "not passing" list.
 SEVERITY = [

@@ -8,8 +8,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..findings import FAILING_WITHOUT_BASELINE, Outcome, Verdict
-from ..target import BUILTIN_TARGETS
+from conformance.harness.findings import FAILING_WITHOUT_BASELINE, Outcome, Verdict
+from conformance.harness.target import BUILTIN_TARGETS
 
 # The verdicts whose entries carry a reproduction: every one that can fail a run, and the failures a run accepts.
 REPRODUCED = FAILING_WITHOUT_BASELINE | {Verdict.WARN, Verdict.XFAIL}

@@ -2,8 +2,8 @@
 tokenizer (sse.py), each under a hard deadline, optionally on a fresh connection, each kept as evidence (an Exchange
 in the check's list) with its tokens redacted, the headers a rule is about kept and a transport error worded once.
 
-The GNS3 chat stream (conformance/client.py) and the channels (conformance/channels/client.py) are adapters over it:
-they build the protocol's request and read the protocol's meaning out of the answer."""
+The GNS3 chat stream (conformance/channels/gns3_stream.py) and the channels (conformance/channels/client.py) are
+adapters over it: they build the protocol's request and read the protocol's meaning out of the answer."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .exchanges import Exchange
-from .sse import Frame, SseBody, SseTokenizer
+from conformance.transport.exchanges import Exchange
+from conformance.transport.sse import Frame, SseBody, SseTokenizer
 
 if TYPE_CHECKING:
-    from ..environment import Environment
+    from conformance.harness.environment import Environment
 
 # The headers a rule is about (authentication, caching, the stream's type, allowed methods, the UI stream's marker,
 # proxies' buffering), and X-Copilot-Worker: the process of a server of several that answered (the reference

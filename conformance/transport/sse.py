@@ -1,7 +1,7 @@
 """The suite's one SSE tokenizer: a body split into frames as it arrives, strictly. What a lenient client forgives (a
 missing blank line, CR line ends, an unterminated last frame) is kept, so that a rule can judge it: the framing rules
-of every protocol (conformance/framing.py for the GNS3 stream, the channels' rules) judge these frames and never split
-a body themselves (tests/conformance/test_sse_tokenizer.py fails on a second tokenizer)."""
+of every protocol (conformance/rules/framing.py for the GNS3 stream, the channels' rules) judge these frames and never
+split a body themselves (tests/conformance/test_sse_tokenizer.py fails on a second tokenizer)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.channels.official import errors
-from conformance.machine_load import stretched
+from conformance.harness.machine_load import stretched
+from conformance.rules.official import errors
 from reference_server.channels.ag_ui import AgUiStream
 from reference_server.channels.ui_stream import TurnOutcome
 from tools.channel_requests import ag_ui

@@ -15,7 +15,7 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 import gns3_copilot_spec as spec
-from conformance.channels.official import errors
+from conformance.rules.official import errors
 from tests.readme import readme_command
 
 from .node_clients import ag_ui_run, ui_read

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conformance.channels.official import NAMES, errors, schema, validator
+from conformance.rules.official import NAMES, errors, schema, validator
 from tests.conftest import ROOT
 from tests.readme import readme_command
 

@@ -19,8 +19,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from conformance.channels.official import errors
-from conformance.machine_load import stretched
+from conformance.harness.machine_load import stretched
+from conformance.rules.official import errors
 from reference_server.channels.openai_chat import ChatCompletionStream, chat_request, completion_object
 from reference_server.channels.openai_common import render_openai_error
 from reference_server.channels.openai_responses import (

@@ -18,7 +18,7 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from conformance.channels.official import errors
+from conformance.rules.official import errors
 from tests.channels import node_clients
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.channels.official import errors
-from conformance.machine_load import stretched
+from conformance.harness.machine_load import stretched
+from conformance.rules.official import errors
 from reference_server.channels.ui_messages import history_to_ui_messages
 from reference_server.channels.ui_stream import TurnOutcome, UiMessageStream
 from tools.channel_requests import ui

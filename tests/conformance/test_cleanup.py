@@ -11,12 +11,12 @@ import httpx
 import pytest
 import yaml
 
-from conformance.cleanup import clean_up
-from conformance.engine import run
-from conformance.environment import Environment, User
-from conformance.ledger import Ledger
-from conformance.processes import free_port, start_fake_llm
-from conformance.target import load_target, parse_target
+from conformance.harness.cleanup import clean_up
+from conformance.harness.engine import run
+from conformance.harness.environment import Environment, User
+from conformance.harness.ledger import Ledger
+from conformance.harness.processes import free_port, start_fake_llm
+from conformance.harness.target import load_target, parse_target
 from tests.reference_server.conftest import start_server_process
 
 PASSWORD = "password-of-a-user-1"

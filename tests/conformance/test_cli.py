@@ -270,14 +270,14 @@ def test_a_target_that_does_not_start_is_a_harness_error_with_reports(tmp_path):
 
 
 def test_an_exception_the_engine_lets_through_becomes_error_verdicts(monkeypatch):
-    import conformance.engine
-    from conformance.engine import run_suite
-    from conformance.target import parse_target
+    import conformance.harness.engine
+    from conformance.harness.engine import run_suite
+    from conformance.harness.target import parse_target
 
     async def broken_prepare(*args, **kwargs):  # a bug of the suite's own, during provisioning
         raise KeyError("tokens")
 
-    monkeypatch.setattr(conformance.engine, "prepare", broken_prepare)
+    monkeypatch.setattr(conformance.harness.engine, "prepare", broken_prepare)
     result = run_suite(parse_target(minimal()), only=["framing.frames"])
     assert result.passed is False
     assert result.harness_error.startswith("harness error: KeyError")
@@ -334,8 +334,8 @@ def _not_starting(tmp_path: Path) -> Path:
 
 
 def test_run_and_report_writes_the_reports_and_the_findings_document(tmp_path):
-    from conformance.run_and_report import EXIT_FAILED, run_and_report
-    from conformance.target import load_target
+    from conformance.harness.run_and_report import EXIT_FAILED, run_and_report
+    from conformance.harness.target import load_target
 
     doc = tmp_path / "docs" / "findings.md"
     reported = run_and_report(load_target(str(_not_starting(tmp_path))), tmp_path / "reports", findings_doc=doc)

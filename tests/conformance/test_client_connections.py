@@ -8,9 +8,9 @@ import asyncio
 
 import httpx
 
-from conformance.client import ChatClient
-from conformance.environment import Environment, User
-from conformance.target import load_target
+from conformance.channels.gns3_stream import ChatClient
+from conformance.harness.environment import Environment, User
+from conformance.harness.target import load_target
 
 
 async def _peer_ports(fresh: bool, requests: int = 3) -> list[int]:

@@ -3,7 +3,7 @@ states, and every check it names exists and judges that requirement."""
 
 from __future__ import annotations
 
-from conformance import coverage_doc
+from conformance.reports import coverage_doc
 
 
 def test_the_coverage_file_is_true():
@@ -12,5 +12,5 @@ def test_the_coverage_file_is_true():
 
 def test_docs_coverage_md_is_not_stale():
     assert coverage_doc.DEFAULT_OUT.read_text(encoding="utf-8") == coverage_doc.render(), (
-        "docs/coverage.md is stale: run `python -m conformance.coverage_doc`"
+        "docs/coverage.md is stale: run `python -m conformance.reports.coverage_doc`"
     )

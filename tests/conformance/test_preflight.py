@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from conformance.cli import cli
-from conformance.target import load_target
+from conformance.harness.target import load_target
 
 
 def target_file(tmp_path, change) -> str:

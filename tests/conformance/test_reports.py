@@ -12,12 +12,12 @@ from itertools import cycle
 import pytest
 
 import gns3_copilot_spec as spec
-from conformance.execution import CheckRun
-from conformance.findings import Finding, Outcome, RequirementVerdict, Verdict
+from conformance.harness.execution import CheckRun
+from conformance.harness.findings import Finding, Outcome, RequirementVerdict, Verdict
+from conformance.harness.verdicts import RunResult
 from conformance.reports import report_data, write_reports
 from conformance.reports.console import summary_text
 from conformance.reports.model import Redactor
-from conformance.verdicts import RunResult
 
 from .test_target_file import minimal
 
@@ -75,7 +75,7 @@ def evidence(status=500, events=None):
 def synthetic_result(records=RECORDS, *, passed=False, harness_error=None) -> RunResult:
     data = minimal()
     data["auth"]["tokens"]["main"] = TARGET_TOKEN
-    from conformance.target import parse_target
+    from conformance.harness.target import parse_target
 
     target = parse_target(data)
     verdicts = []

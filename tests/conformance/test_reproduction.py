@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.processes import free_port, start_module
-from conformance.target import load_target
+from conformance.harness.processes import free_port, start_module
+from conformance.harness.target import load_target
 from tests.readme import readme_command
 from tests.reference_server.conftest import events_of
 

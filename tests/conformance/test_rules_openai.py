@@ -1,4 +1,4 @@
-"""The OpenAI rules of the suite (conformance/channels/rules_openai.py): every golden stream of the reference server
+"""The OpenAI rules of the suite (conformance/rules/openai.py): every golden stream of the reference server
 passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule fails on
 a golden stream broken in that one way."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.channels import rules_openai
 from conformance.channels.endpoints import STREAMING, ChannelAnswer
-from conformance.channels.expected import ExpectedTurn, expected_turn
+from conformance.rules import openai as rules_openai
+from conformance.rules.expected import ExpectedTurn, expected_turn
 from conformance.transport.exchanges import Exchange
 from conformance.transport.sse import parse
 

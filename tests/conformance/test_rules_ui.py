@@ -1,4 +1,4 @@
-"""The UI message stream rules of the suite (conformance/channels/rules_ui.py): every golden stream of the reference
+"""The UI message stream rules of the suite (conformance/rules/ui.py): every golden stream of the reference
 server passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule
 fails on a golden stream broken in that one way."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance.channels import rules_ui
 from conformance.channels.endpoints import STREAMING, ChannelAnswer
-from conformance.channels.expected import ExpectedTurn, expected_turn
+from conformance.rules import ui as rules_ui
+from conformance.rules.expected import ExpectedTurn, expected_turn
 from conformance.transport.exchanges import Exchange
 from conformance.transport.sse import parse
 

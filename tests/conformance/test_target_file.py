@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance.target import BUILTIN_TARGETS, TargetError, load_baseline, load_target, parse_target
+from conformance.harness.target import BUILTIN_TARGETS, TargetError, load_baseline, load_target, parse_target
 
 
 def minimal() -> dict:
@@ -102,7 +102,7 @@ def test_a_bad_chat_prefix(prefix):
 def test_the_controller_rule_applies_only_where_users_log_in_through_a_controller():
     """CONTROLLER-001 needs `controller_auth`, which only `auth: controller` gives: with tokens it is N/A."""
     from conformance import requirement
-    from conformance.findings import not_applicable
+    from conformance.harness.findings import not_applicable
 
     rule = requirement("CONTROLLER-001")
     with_tokens = parse_target(minimal())
@@ -292,7 +292,7 @@ def test_a_postgresql_target_makes_the_sqlite_file_rules_not_applicable_with_the
     """declarations.database.engine postgresql: DB-*, MIGRATION-* and SECRET-* (capability db_access, about the
     per-project SQLite file) are N/A with that reason, not FAIL and not the generic "capability not declared"."""
     import gns3_copilot_spec as spec
-    from conformance.findings import NOT_THE_SQLITE_FILE, Verdict, judge, not_applicable
+    from conformance.harness.findings import NOT_THE_SQLITE_FILE, Verdict, judge, not_applicable
 
     data = minimal()
     data["declarations"]["database"] = {"engine": "postgresql"}
@@ -344,7 +344,7 @@ def test_an_sqlite_database_may_name_its_engine():
 
 
 def test_the_launcher_placeholder_is_left_as_written_and_an_unknown_one_is_refused():
-    from conformance.provisioning import _fill
+    from conformance.harness.provisioning import _fill
 
     data = minimal()
     del data["base_url"]

@@ -1,4 +1,4 @@
-"""How findings become verdicts (conformance/findings.py), and verdicts a run's result; and how the engine turns
+"""How findings become verdicts (conformance/harness/findings.py), and verdicts a run's result; and how the engine turns
 what a check does (judges, stops, gives up, crashes) into findings."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import gns3_copilot_spec as spec
 from conformance.checks import CheckSpec
 from conformance.errors import BlockedBy, NotTestable
-from conformance.execution import run_check
-from conformance.findings import Finding, Outcome, Verdict, combine, judge, run_passes
+from conformance.harness.execution import run_check
+from conformance.harness.findings import Finding, Outcome, Verdict, combine, judge, run_passes
 
 
 def record(level="MUST", capability=None, rid="X-001", **extra):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import gns3_copilot_spec as spec
-from conformance.framing import parse_stream
-from conformance.stream_rules import check_events
+from conformance.rules.framing import parse_stream
+from conformance.rules.stream_events import check_events
 
 EXAMPLES = sorted(spec.EXAMPLES_DIR.glob("*.sse"))
 REQUIRED_EXAMPLES = {"plain-answer", "tool-round-trip", "parallel-tool-calls", "llm-error", "heartbeat"}

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 import gns3_copilot_spec as spec
-from conformance.framing import parse_stream
+from conformance.rules.framing import parse_stream
 from gns3_copilot_generated.api.chat_request import ChatRequest
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.events.chat_stream_event import ChatStreamEvent

@@ -253,8 +253,8 @@ def test_every_example_validates():
 
 
 def test_stream_example_is_a_conforming_stream():
-    from conformance.framing import parse_stream
-    from conformance.stream_rules import check_events
+    from conformance.rules.framing import parse_stream
+    from conformance.rules.stream_events import check_events
 
     document = spec.load_openapi()
     media = document["paths"][spec.default_prefix() + "/stream"]["post"]["responses"]["200"]["content"]

@@ -14,7 +14,7 @@ import pytest
 
 from conformance.gns3.matrix import committed_verdicts, summarize
 from conformance.gns3.run import ensure_gns3_venv
-from conformance.netns import network_namespace_available
+from conformance.harness.netns import network_namespace_available
 from tests.third_party import TESTED_GNS3_VERSIONS
 
 pytestmark = pytest.mark.slow  # installs and judges gns3-server: left out of `python3 tasks.py test --quick`

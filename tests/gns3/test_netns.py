@@ -1,5 +1,5 @@
-"""conformance/netns.py, the one helper of the GNS3 and peers runners: a module re-run inside a new user and network
-namespace has loopback, up, as its only interface, and knows it is inside; where none can be made, the runner
+"""conformance/harness/netns.py, the one helper of the GNS3 and peers runners: a module re-run inside a new user and
+network namespace has loopback, up, as its only interface, and knows it is inside; where none can be made, the runner
 exits with its own reason."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from conformance import netns
+from conformance.harness import netns
 
 PROBE = """
 import json, os, socket, subprocess, sys
-from conformance.netns import inside
+from conformance.harness.netns import inside
 up = "UP" in subprocess.run(["ip", "-o", "link", "show", "lo"], capture_output=True, text=True).stdout
 names = [name for _, name in socket.if_nameindex()]
 json.dump({"names": names, "up": up, "inside": inside("probe"), "args": sys.argv[1:]}, open(sys.argv[1], "w"))

@@ -17,8 +17,8 @@ import yaml
 from conformance.gns3 import VERSIONS
 from conformance.gns3.matrix import MATRIX_DOC, MATRIX_VERDICTS, load_reports
 from conformance.gns3.run import ensure_gns3_venv, main
-from conformance.netns import network_namespace_available
-from conformance.target import parse_target
+from conformance.harness.netns import network_namespace_available
+from conformance.harness.target import parse_target
 
 pytestmark = pytest.mark.slow  # installs and runs gns3-server: left out of `python3 tasks.py test --quick`
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conformance.netns import network_namespace_available
+from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO
 from peers.install import ensure
 

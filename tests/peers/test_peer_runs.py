@@ -12,7 +12,7 @@ import sys
 import pytest
 import yaml
 
-from conformance.netns import network_namespace_available
+from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure
 from tests.readme import readme_command

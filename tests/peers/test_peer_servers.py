@@ -1,5 +1,5 @@
 """The peers (peers/): installed from their pin lists, once; each started exactly as the suite starts it (its
-target file's start command, `conformance.processes.start_target`, the fake LLM of `start_fake_llm`) inside a
+target file's start command, `conformance.harness.processes.start_target`, the fake LLM of `start_fake_llm`) inside a
 loopback-only network namespace; one plain turn over the peer's protocol with a real client; stopped by pid, with
 nothing left running.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conformance.machine_load import stretched
-from conformance.netns import network_namespace_available
+from conformance.harness.machine_load import stretched
+from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure, installed
 
@@ -93,7 +93,7 @@ def _children(pid: int) -> set[int]:
 def _inside(peer_name: str, workdir: Path) -> dict:
     import yaml
 
-    from conformance.processes import free_port, start_fake_llm, start_target
+    from conformance.harness.processes import free_port, start_fake_llm, start_target
     from peers.serve import loopback_only
 
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)

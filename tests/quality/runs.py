@@ -11,10 +11,10 @@ import pytest
 
 import gns3_copilot_spec as spec
 from conformance.checks import AREAS, load_all
-from conformance.engine import run
-from conformance.findings import Verdict
-from conformance.target import Target, load_target, parse_target
-from conformance.verdicts import RunResult
+from conformance.harness.engine import run
+from conformance.harness.findings import Verdict
+from conformance.harness.target import Target, load_target, parse_target
+from conformance.harness.verdicts import RunResult
 
 from .fork_server import fork_server
 from .mutants import MUTANTS

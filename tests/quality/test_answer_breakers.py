@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.findings import Verdict
+from conformance.harness.findings import Verdict
 
 from .answer_breakers import BREAKERS
 from .runs import breaker_run, result_of

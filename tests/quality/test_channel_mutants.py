@@ -8,7 +8,7 @@ import pytest
 
 import gns3_copilot_spec as spec
 from conformance.checks import AREAS, select
-from conformance.findings import Outcome, Verdict
+from conformance.harness.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
 from .mutants_channels import NO_MUTANT, SUITE_GAPS

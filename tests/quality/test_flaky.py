@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from conformance.engine import run
-from conformance.findings import Verdict
+from conformance.harness.engine import run
+from conformance.harness.findings import Verdict
 from conformance.reports import report_data
 from conformance.reports.console import summary_text
 from conformance.reports.junit import render

@@ -12,8 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from conformance.machine_load import stretched
-from conformance.processes import free_port
+from conformance.harness.machine_load import stretched
+from conformance.harness.processes import free_port
 
 from .fork_server import fork_server
 

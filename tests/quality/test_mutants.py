@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import gns3_copilot_spec as spec
-from conformance.findings import Outcome, Verdict
+from conformance.harness.findings import Outcome, Verdict
 
 from .mutants import MUTANTS
 from .runs import SHARES_REFERENCE_RUN, gns3_mutants, mutant_run, not_passing, reference_run, result_of

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.checks import load_all
-from conformance.findings import Outcome, combine
+from conformance.harness.findings import Outcome, combine
 
 from .runs import preventer_run, result_of
 from .scenario_missing import SCENARIO_MISSING

@@ -12,8 +12,8 @@ import httpx
 import pytest
 import yaml
 
-from conformance.engine import run
-from conformance.target import load_target
+from conformance.harness.engine import run
+from conformance.harness.target import load_target
 from tests.reference_server.conftest import start_server_process
 
 from .runs import SHARES_REFERENCE_RUN, reference_run

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.framing import parse_stream
-from conformance.processes import Process, start_module
+from conformance.harness.processes import Process, start_module
+from conformance.rules.framing import parse_stream
 from reference_server.app import create_app
 from reference_server.settings import Settings
 

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.machine_load import stretched
+from conformance.harness.machine_load import stretched
 from reference_server.agent.service import INTERRUPTED_ANSWER
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conformance.responses import response_violations
+from conformance.rules.responses import response_violations
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from conformance.responses import response_violations
-from conformance.stream_rules import check_events
+from conformance.rules.responses import response_violations
+from conformance.rules.stream_events import check_events
 from fake_llm.scripts import ScriptLibrary
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 

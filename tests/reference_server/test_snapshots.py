@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 import gns3_copilot_spec as spec
-from conformance.framing import parse_stream
-from conformance.sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
+from conformance.reports.sse_snapshot import SseSnapshotExtension, snapshot_events, snapshot_text
+from conformance.rules.framing import parse_stream
 from tests.reference_server.conftest import in_process_lab
 
 pytestmark = pytest.mark.anyio

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
-from conformance.machine_load import stretched
-from conformance.processes import Process, _clean_env, _wait_until_ready
+from conformance.harness.machine_load import stretched
+from conformance.harness.processes import Process, _clean_env, _wait_until_ready
 from reference_server.agent.service import database_path
 from reference_server.storage_faults import corruption, storage_fault
 

@@ -7,8 +7,8 @@ import time
 import httpx
 import pytest
 
-from conformance.machine_load import stretched
-from conformance.stream_rules import check_events
+from conformance.harness.machine_load import stretched
+from conformance.rules.stream_events import check_events
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ import psutil
 import psycopg
 import pytest
 
-from conformance.machine_load import stretched
+from conformance.harness.machine_load import stretched
 from tests.postgres import data_directory
 from tools.with_postgres import create_database, drop_database, postgres
 

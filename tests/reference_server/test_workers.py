@@ -217,7 +217,7 @@ def test_several_workers_need_postgresql(tmp_path: Path):
 
 
 def test_the_readme_serves_four_workers_on_a_postgresql_of_its_own(tmp_path: Path):
-    from conformance.processes import free_port
+    from conformance.harness.processes import free_port
     from tests.postgres import data_directory
     from tests.readme import readme_example
 

@@ -1,0 +1,134 @@
+"""Preflight: before any check, prove that the target file describes the server as it is, so that no verdict
+comes from the suite's own misunderstanding. A wrong declaration stops the run (TargetMisdeclared, exit code 2)
+with the target-file key to change, in seconds, instead of dozens of FAILs.
+
+It asks, in order: does the chat prefix answer, and does each declared user's token work; does a turn reach the
+suite's fake LLM; does the server offer its LLM every declared tool; does the slow tool take its time. What it
+measures (the slow tool's duration) feeds the stream deadlines of the checks (Environment.deadline_for).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import declared as declared_endpoints
+from conformance.checks.context import CheckContext
+from conformance.errors import TargetMisdeclared
+from conformance.harness.environment import Environment
+from conformance.transport.exchanges import json_or_none
+
+SLOW_TOOL_AT_LEAST = 1.0  # seconds: long enough for an abort or a disconnect to land while it runs
+
+
+def _code(body: str) -> object:
+    payload = json_or_none(body)
+    return payload.get("code") if isinstance(payload, dict) else None
+
+
+async def _prefix_and_users(ctx: CheckContext) -> None:
+    env = ctx.env
+    for name in env.users:
+        if name == "stranger":  # made without access to the project: its refusal is what ACCESS-* judges
+            continue
+        exchange = await ctx.client.call("GET", "/sessions", user=name)
+        where = f"GET {exchange.url} as {name}"
+        if exchange.status is None:
+            raise TargetMisdeclared("base_url", f"{where}: no answer ({exchange.error})")
+        if exchange.status == 404 and _code(exchange.body) == "project_not_found":
+            raise TargetMisdeclared("projects.opened", f"{where}: the opened project {env.project_id} is unknown")
+        if exchange.status == 404:
+            raise TargetMisdeclared(
+                "chat_prefix",
+                f"{where} answered 404: the chat API is not served under {env.target.data['chat_prefix']!r} "
+                "(gns3-server 3.1.0a2 and later use /v3/copilot/projects/{project_id}/chat)",
+            )
+        if exchange.status == 401:
+            raise TargetMisdeclared("auth", f"{where} answered 401: the token of user {name!r} is refused")
+        if exchange.status == 403:
+            raise TargetMisdeclared("projects.opened", f"{where} answered 403: project {env.project_id} is not opened")
+
+
+async def _llm_and_tools(ctx: CheckContext) -> None:
+    result = await ctx.client.stream({"message": ctx.message("cs-plain", "Preflight")})
+    answered = f"the stream answered {result.exchange.outcome}"
+    await _offers_tools(ctx, await ctx.llm.main_requests(), answered)
+
+
+async def _offers_tools(ctx: CheckContext, generations: list[dict[str, Any]], answered: str) -> None:
+    env = ctx.env
+    if not generations:
+        raise TargetMisdeclared(
+            "llm",
+            f"a turn reached no LLM generation of the suite's fake LLM at {env.fake_llm_url} ({answered}): point "
+            "the users' LLM configuration at it (llm.mode: controller with llm.config, or configure it before the run)",
+        )
+    offered = set(generations[0].get("tools") or [])
+    for role, declared in env.target.tools.items():
+        for index, tool in enumerate(declared if isinstance(declared, list) else [declared]):
+            if tool["name"] not in offered:
+                key = f"declarations.tools.{role}" + (f"[{index}]" if isinstance(declared, list) else "")
+                raise TargetMisdeclared(
+                    key,
+                    f"the server does not offer the tool {tool['name']!r} to its LLM (it offers "
+                    f"{sorted(offered) or 'no tool'}): declare a tool this server has",
+                )
+
+
+async def _slow_tool(ctx: CheckContext) -> float | None:
+    """How long a turn that calls the slow tool takes (None when no slow tool is declared)."""
+    if "cs-slow-tool" not in ctx.env.scripts:
+        return None
+    started = time.monotonic()
+    result = await ctx.client.stream({"message": ctx.message("cs-slow-tool", "Preflight")})
+    took = time.monotonic() - started
+    _slow_enough(ctx, took, result.status)
+    return took
+
+
+def _slow_enough(ctx: CheckContext, took: float, status: int | None) -> None:
+    if status == 200 and took < SLOW_TOOL_AT_LEAST:
+        raise TargetMisdeclared(
+            "declarations.tools.slow",
+            f"a turn calling {ctx.env.target.tools['slow']['name']!r} took {took:.2f} s; the slow tool must run for "
+            f"at least {SLOW_TOOL_AT_LEAST:.0f} s (give it arguments that make it wait)",
+        )
+
+
+async def _channel_turn(ctx: CheckContext, script: str) -> tuple[float, Any]:
+    """A turn on the first channel the target declares (a target without the GNS3 chat API): (seconds, answer)."""
+    chosen = declared_endpoints(ctx.env.target.channels)[0]
+    channel = ChannelClient(ctx)
+    started = time.monotonic()
+    answer = await channel.post(chosen, channel.request(chosen, script, text="Preflight"))
+    took = time.monotonic() - started
+    if answer.status is None:
+        raise TargetMisdeclared("base_url", f"{answer.exchange.describe()}: no answer ({answer.exchange.error})")
+    if answer.status == 404:
+        raise TargetMisdeclared(
+            f"channels.{chosen.channel}.path", f"{answer.exchange.describe()}: the channel is not served there"
+        )
+    return took, answer
+
+
+async def _channels_only(ctx: CheckContext) -> None:
+    """Preflight of a target that serves channels only: the first one answers, a turn reaches the fake LLM with the
+    declared tools, the slow tool takes its time."""
+    _took, answer = await _channel_turn(ctx, "cs-plain")
+    await _offers_tools(ctx, await ctx.llm.main_requests(), f"answered {answer.status}")
+    if "cs-slow-tool" in ctx.env.scripts:
+        took, answer = await _channel_turn(ctx, "cs-slow-tool")
+        _slow_enough(ctx, took, answer.status)
+        ctx.env.slow_tool_seconds = took
+
+
+async def preflight(env: Environment) -> None:
+    """Raise TargetMisdeclared when the target file is wrong about the server; note what the checks need."""
+    ctx = CheckContext(env, "preflight", [])
+    if not env.target.serves_gns3:
+        await _channels_only(ctx)
+        return
+    await _prefix_and_users(ctx)
+    await _llm_and_tools(ctx)
+    env.slow_tool_seconds = await _slow_tool(ctx) or 0.0

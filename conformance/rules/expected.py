@@ -1,0 +1,58 @@
+"""What a fake-LLM script makes a turn show on any channel: the text of each generation, its tool calls, and
+whether the turn ends in an error. A channel's content is judged exact against this (and its usage against the
+fake LLM's log, conformance.harness.llm_log)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str  # the text the generation streams before it ends (or fails)
+    tool_calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True)
+class ExpectedTurn:
+    script: str
+    generations: tuple[Generation, ...]
+    fails: bool  # the turn ends in the contract's `error` (a generation fails)
+    failure: str | None = None  # the fake LLM's scripted failure message
+
+    @property
+    def text(self) -> str:
+        return "".join(g.text for g in self.generations)
+
+    @property
+    def texts(self) -> list[str]:
+        """Each generation's text, leaving out generations with none."""
+        return [g.text for g in self.generations if g.text]
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [call for g in self.generations for call in g.tool_calls]
+
+
+def expected_turn(scripts: dict[str, dict[str, Any]], script: str) -> ExpectedTurn:
+    """The turn a script plays: generations up to the first that fails (a mid-stream failure keeps the chunks the
+    fake LLM sent before it; an HTTP failure sends none)."""
+    generations = []
+    for step in scripts[script]["steps"]:
+        chunks = list(step.get("text_chunks", []))
+        fail = step.get("fail")
+        if fail:
+            sent = chunks[: fail.get("after_chunks", 0)] if fail.get("mode") == "mid_stream" else []
+            generations.append(Generation("".join(sent), ()))
+            return ExpectedTurn(script, tuple(generations), True, fail.get("message"))
+        calls = tuple(ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in step.get("tool_calls", []))
+        generations.append(Generation("".join(chunks), calls))
+    return ExpectedTurn(script, tuple(generations), False)
