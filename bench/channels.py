@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-import subprocess
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -29,6 +27,7 @@ from pathlib import Path
 import httpx
 
 import gns3_copilot_spec as spec
+from conformance.harness import netns
 from peers.apps import llm_settings
 from reference_server.agent.context import LlmSettings
 
@@ -40,7 +39,6 @@ from .samples import TurnSample
 from .scripts import Variant, write_scripts
 from .streams import StreamResults
 
-INSIDE = "COPILOT_BENCH_NETNS"  # set on the re-run inside the namespace
 PEERS_COMMAND = "python3 tasks.py peers --install-only"
 
 
@@ -50,9 +48,8 @@ class ChannelResults(StreamResults):
 
 
 def rerun_inside(argv: list[str]) -> int:
-    """Install the peers when needed (told on stderr), then run `python -m bench ARGV` again inside `unshare -rn`;
-    its exit code."""
-    from conformance.harness.netns import network_namespace_available
+    """Install the peers when needed (told on stderr), then run `python -m bench ARGV` again inside a loopback-only
+    namespace (conformance.harness.netns, as the GNS3 and peers runners do); its exit code."""
     from peers.install import InstallError, ensure
 
     for subject in PEER_SUBJECTS:
@@ -60,21 +57,14 @@ def rerun_inside(argv: list[str]) -> int:
             ensure(subject.peer)
         except InstallError as exc:
             sys.exit(f"bench: installing the peer {subject.peer} failed; run `{PEERS_COMMAND}` first\n{exc}")
-    if not network_namespace_available():
-        sys.exit(
-            "bench: cannot create a network namespace (`unshare -rn` with `ip`): the peers run only inside one "
-            "(see `python3 tasks.py peers`)"
-        )
-    command = ["unshare", "-rn", sys.executable, "-m", "bench", *argv]
-    return subprocess.run(command, env={**os.environ, INSIDE: "1"}).returncode
+    return netns.rerun_inside("bench", argv, why="the peers run only inside one (see `python3 tasks.py peers`)")
 
 
 def inside() -> bool:
-    return os.environ.get(INSIDE) == "1"
+    return netns.inside("bench")
 
 
 async def run(workdir: Path, *, turns: int, chunks: int, log: Callable[[str], None]) -> ChannelResults:
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     variants = write_scripts(workdir / "scripts", chunks)
     results = ChannelResults(turns, chunks, variants)
     started: list[servers.ServerProcess] = []
