@@ -2,7 +2,8 @@
 written once: one scripted turn on a declared endpoint, judged in every way a turn of any channel is judged.
 
 `judged_turn` posts a turn playing a fake-LLM script and judges, for the requirements its caller names:
-- the stream's shape and order with the protocol's rules (conformance/channels/rules_*.py; official schemas there),
+- the stream's shape and order with the protocol's rules (conformance/rules/: openai.py,
+  ui.py, ag_ui.py; official schemas via official.py),
 - the text exact against the script (expected.py), and the usage against the fake LLM's log (CHANNEL-008),
 - the protocol's real client over the same recorded body (real_clients.py): its rejection is a FAIL with its error.
 """
