@@ -1,12 +1,8 @@
-"""Scenario helpers of the channel checks (channels.py, channel_openai.py, channel_ui.py, channel_ag_ui.py), each
-written once: one scripted turn on a declared endpoint, judged in every way a turn of any channel is judged.
-
-`judged_turn` posts a turn playing a fake-LLM script and judges, for the requirements its caller names:
-- the stream's shape and order with the protocol's rules (conformance/rules/: openai.py,
-  ui.py, ag_ui.py; official schemas via official.py),
-- the text exact against the script (expected.py), and the usage against the fake LLM's log (CHANNEL-008),
-- the protocol's real client over the same recorded body (real_clients.py): its rejection is a FAIL with its error.
-"""
+"""Helpers of the channel checks (channels.py, across_channels.py, channel_openai.py, channel_ui.py,
+channel_ag_ui.py), each written once: the declared endpoints, one finding per requirement from a turn's violations
+(the protocols' rules live in conformance/rules/), the usage against the fake LLM's log (CHANNEL-008), each answer read
+by its protocol's real client (conformance/channels/real_clients.py), refusals before any stream, and the waits of
+turns cut short. A turn itself is conformance/checks/turns.py's; whose failure it is, blame.py's."""
 
 from __future__ import annotations
 
