@@ -25,6 +25,7 @@ EXAMPLES_DIR = SPEC_DIR / "examples"
 DB_DIR = SPEC_DIR / "db"
 FAKE_LLM_DIR = SPEC_DIR / "fake-llm"
 REQUIREMENTS_PATH = SPEC_DIR / "requirements.yaml"
+CONSTANTS_PATH = SPEC_DIR / "constants.yaml"  # the constants the prose fixes, each with its requirement
 BEHAVIOUR_PATH = SPEC_DIR / "behaviour.md"
 EVENT_UNION = EVENTS_DIR / "chat-stream-event.json"
 CHANNELS_DIR = SPEC_DIR / "channels"  # the channels' own schemas (ours)
@@ -197,3 +198,27 @@ def load_requirements() -> dict[str, Any]:
 
 def contract_version() -> str:
     return load_requirements()["contract_version"]
+
+
+@cache
+def load_constants() -> dict[str, dict[str, Any]]:
+    """The constants of spec/constants.yaml as written: name -> {requirement, description, value or at}."""
+    return load_document(CONSTANTS_PATH)["constants"]
+
+
+def resolve_pointer(at: str) -> Any:
+    """The value `at` names: a file of spec/, `#`, then a JSON pointer (RFC 6901) into the file."""
+    file, _, pointer = at.partition("#")
+    node = load_document(SPEC_DIR / file)
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        node = node[int(token)] if isinstance(node, list) else node[token]
+    return node
+
+
+def constant_values() -> dict[str, Any]:
+    """Each constant's value: its own `value`, or what its `at` points to in its home."""
+    return {
+        name: entry["value"] if "value" in entry else resolve_pointer(entry["at"])
+        for name, entry in load_constants().items()
+    }

@@ -5,20 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field, RootModel
-
-
-class SessionId(RootModel[str]):
-    root: Annotated[
-        str,
-        Field(
-            description="A chat session id (the LangGraph thread_id): 1..128 characters of [A-Za-z0-9._:-]. Servers generate UUIDs.",
-            max_length=128,
-            min_length=1,
-            pattern="^[A-Za-z0-9._:-]+$",
-            title="SessionId",
-        ),
-    ]
+from pydantic import BaseModel, Field
 
 
 class AbortResult(BaseModel):

@@ -12,12 +12,13 @@ import aiosqlite
 
 import gns3_copilot_spec as spec
 from gns3_copilot_generated.api.chat_session import ChatSession
+from gns3_copilot_generated.constants import INITIAL_TITLE
 from reference_server.storage_faults import project_database
 from reference_server.timestamps import later_than, normalise, utc_now
 
 from .stores.base import TurnTotals
 
-NEW_TITLE = "New Conversation"  # TITLE-001
+NEW_TITLE = INITIAL_TITLE  # TITLE-001
 MANUAL_TITLE = "manual"  # metadata.title_source once a user renamed the session (TITLE-003)
 
 # The listing query's filter and order are both served by one index, so GET /sessions does not sort

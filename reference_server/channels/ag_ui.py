@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_body, opened_project
 from reference_server.errors import ApiError, validation_failed
@@ -299,7 +300,7 @@ def turn_request(body: RunAgentInput) -> TurnRequest:
 def build_ag_ui_router() -> APIRouter:
     router = APIRouter()
 
-    @router.post("/ag-ui")
+    @router.post(CHANNEL_PATHS["ag_ui"])
     async def ag_ui_run(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
         await opened_project(project_id, request, caller)
         body: RunAgentInput = await json_body(request, RunAgentInput)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
 from reference_server.errors import ApiError
@@ -194,7 +195,7 @@ def build_openai_router() -> APIRouter:
 
     router = APIRouter()
 
-    @router.post("/openai/v1/chat/completions")
+    @router.post(CHANNEL_PATHS["openai"] + "/chat/completions")
     async def chat_completions(project_id: str, request: Request, caller: Authenticated) -> Any:
         await opened_project(project_id, request, caller)
         wanted, options = chat_request(await json_value(request))
@@ -210,7 +211,7 @@ def build_openai_router() -> APIRouter:
         translator = ChatCompletionStream(completion_id, created, options.include_usage, usage_of(channel_turn))
         return stream_response(channel_turn, translator, NO_BUFFERING)
 
-    @router.get("/openai/v1/models")
+    @router.get(CHANNEL_PATHS["openai"] + "/models")
     async def list_models(project_id: str, request: Request, caller: Authenticated) -> dict[str, Any]:
         await opened_project(project_id, request, caller)  # authenticated, with access to the project (OPENAI-007)
         return model_list()

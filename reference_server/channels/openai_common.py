@@ -11,29 +11,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_MODEL_ID, OPENAI_SERVER_ERROR_TYPE
 from reference_server.errors import ApiError
 
-MODEL_ID = "gns3-copilot"  # the one model of GET {prefix}/openai/v1/models (OPENAI-007)
+MODEL_ID = OPENAI_MODEL_ID  # the one model of GET {prefix}/openai/v1/models (OPENAI-007)
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: when the model id was defined, for the `created` field
 MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
 INSTRUCTION_ROLES = ("system", "developer")
 
 # OPENAI-004: the error `type` the status gives, as OpenAI's API names them.
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "not_found_error",
-    409: "conflict_error",
-    413: "invalid_request_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
+_ERROR_TYPES = OPENAI_ERROR_TYPES
 
 
 def error_type(status: int) -> str:
-    return _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return _ERROR_TYPES.get(status, OPENAI_SERVER_ERROR_TYPE if status >= 500 else "invalid_request_error")
 
 
 def render_openai_error(error: ApiError) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.agent.service import AgentService
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
@@ -243,7 +244,7 @@ class ResponseEventStream:
 
 
 def add_responses_routes(router: APIRouter) -> None:
-    @router.post("/openai/v1/responses")
+    @router.post(CHANNEL_PATHS["openai"] + "/responses")
     async def create_response(project_id: str, request: Request, caller: Authenticated) -> Any:
         service = await opened_project(project_id, request, caller)
         wanted, stream, previous = responses_request(await json_value(request))

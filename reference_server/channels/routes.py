@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.errors import register_error_shape
 
 from .ag_ui import build_ag_ui_router
@@ -11,7 +12,7 @@ from .openai_chat import build_openai_router
 from .openai_common import render_openai_error
 from .ui_stream import build_ui_router
 
-OPENAI_PATH_MARKER = "/openai/v1/"
+OPENAI_PATH_MARKER = CHANNEL_PATHS["openai"] + "/"
 
 
 def build_channels_router(prefix: str) -> APIRouter:

@@ -15,14 +15,13 @@ from typing import Any
 from fastapi import Request
 from pydantic import ValidationError
 
-from gns3_copilot_generated.api.abort_result import SessionId
+from gns3_copilot_generated.api.session_id import SessionId
+from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
 from reference_server.agent.context import set_request_context
 from reference_server.agent.turn import Turn
 from reference_server.auth import Caller
 from reference_server.chat.preconditions import llm_settings, opened_project
 from reference_server.errors import ApiError, from_pydantic, validation_failed
-
-MESSAGE_MAX_LENGTH = 100_000  # INPUT-001's bounds, for the message a channel extracted (CHANNEL-004)
 
 
 @dataclass(frozen=True)
@@ -50,12 +49,12 @@ class ChannelTurn:
 
 def _checked_message(wanted: TurnRequest) -> str:
     message = wanted.message
-    if not isinstance(message, str) or not 1 <= len(message) <= MESSAGE_MAX_LENGTH:
+    if not isinstance(message, str) or not MESSAGE_MIN_LENGTH <= len(message) <= MESSAGE_MAX_LENGTH:
         raise validation_failed(
             [
                 {
                     "loc": wanted.message_loc,
-                    "msg": f"The message must be text of 1 to {MESSAGE_MAX_LENGTH} characters",
+                    "msg": f"The message must be text of {MESSAGE_MIN_LENGTH} to {MESSAGE_MAX_LENGTH} characters",
                     "type": "string_too_short" if not message else "string_too_long",
                 }
             ]

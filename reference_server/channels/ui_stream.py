@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import (
     HISTORY_LIMIT_RANGE,
@@ -333,7 +334,7 @@ def turn_request(body: UiChatRequest) -> TurnRequest:
 def build_ui_router() -> APIRouter:
     router = APIRouter()
 
-    @router.post("/ui")
+    @router.post(CHANNEL_PATHS["ui"])
     async def ui_chat(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
         await opened_project(project_id, request, caller)
         body: UiChatRequest = await json_body(request, UiChatRequest)
@@ -341,7 +342,7 @@ def build_ui_router() -> APIRouter:
         stream = UiMessageStream(session_id=channel_turn.session_id, outcome=outcome_of(channel_turn))
         return stream_response(channel_turn, stream, UI_STREAM_HEADERS)
 
-    @router.get("/ui/{session_id}/messages")
+    @router.get(CHANNEL_PATHS["ui"] + "/{session_id}/messages")
     async def ui_messages(project_id: str, session_id: str, request: Request, caller: Authenticated) -> list[dict]:
         service = await opened_project(project_id, request, caller)
         session_id = valid_session_id(session_id)

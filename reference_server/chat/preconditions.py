@@ -13,8 +13,9 @@ from typing import Any, Literal, get_args, get_origin
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from gns3_copilot_generated.api.abort_result import SessionId
 from gns3_copilot_generated.api.chat_session import ChatSession
+from gns3_copilot_generated.api.session_id import SessionId
+from gns3_copilot_generated.constants import HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_LIMIT_MIN
 from reference_server.agent.context import LlmSettings
 from reference_server.agent.service import AgentService
 from reference_server.auth import Caller
@@ -23,8 +24,7 @@ from reference_server.controller.common import require_project_privilege
 from reference_server.errors import ApiError, from_pydantic, invalid_json, validation_failed
 from reference_server.json_input import json_problem
 
-HISTORY_LIMIT_RANGE = (1, 1000)
-HISTORY_LIMIT_DEFAULT = 100
+HISTORY_LIMIT_RANGE = (HISTORY_LIMIT_MIN, HISTORY_LIMIT_MAX)  # HISTORY-006
 _CANONICAL_LIMIT = re.compile(r"[1-9][0-9]{0,3}")  # at most 4 digits: no int() of an arbitrarily long string
 
 

@@ -32,8 +32,12 @@ def test_staleness_is_detected(repo_root: Path, tmp_path: Path):
     subprocess.run(["cp", "-r", str(repo_root / "generated"), str(copy)], check=True)
     (copy / "events" / "done.py").write_text("# edited by hand\n")
     (copy / "events" / "extra.py").write_text("")
+    (copy / "constants.py").write_text((copy / "constants.py").read_text().replace("100000", "100001"))
+    (copy / "api" / "session_id.py").unlink()
     found = differences(repo_root / "generated", copy)
     assert any("done.py" in d for d in found) and any("extra.py" in d for d in found)
+    assert any("constants.py" in d and "100001" in d for d in found)
+    assert any("missing from generated/: api/session_id.py" in d for d in found)
 
 
 @pytest.mark.parametrize("example", sorted(spec.EXAMPLES_DIR.glob("*.sse")), ids=lambda p: p.name)

@@ -9,6 +9,7 @@ from pathlib import Path
 import aiosqlite
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from gns3_copilot_generated.constants import DB_LOCATION
 from reference_server.private_files import private_dir, private_file
 from reference_server.storage_faults import project_database
 
@@ -17,7 +18,7 @@ from .base import LocalLeases, ProjectStorage
 
 log = logging.getLogger(__name__)
 
-DB_RELATIVE_PATH = Path("gns3-copilot") / "copilot_checkpoints.db"  # DB-001
+DB_RELATIVE_PATH = Path(DB_LOCATION.format(project_dir="."))  # DB-001
 
 
 def database_path(project_dir: Path) -> Path:

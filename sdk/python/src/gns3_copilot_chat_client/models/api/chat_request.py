@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from .abort_result import SessionId
+from .session_id import SessionId
 
 
 class ChatRequest(BaseModel):

@@ -1,0 +1,68 @@
+"""Code generated from spec/constants.yaml by tools/generate.py. Never edit by hand: run `python3 tasks.py generate`.
+
+The constants the contract fixes, each with the requirement of spec/requirements.yaml that fixes it and its
+home in spec/. Mappings are read-only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+# INPUT-001: The shortest chat message, in characters (on the channels too, CHANNEL-004).
+# (spec/schemas/chat-request.json#/properties/message/minLength)
+MESSAGE_MIN_LENGTH: Final = 1
+
+# INPUT-001: The longest chat message, in characters (on the channels too, CHANNEL-004).
+# (spec/schemas/chat-request.json#/properties/message/maxLength)
+MESSAGE_MAX_LENGTH: Final = 100000
+
+# HISTORY-006: The smallest `limit` of GET {prefix}/sessions/{session_id}/history.
+# (spec/openapi.yaml#/paths/~1v3~1projects~1{project_id}~1chat~1sessions~1{session_id}~1history/get/parameters/0/schema/minimum)
+HISTORY_LIMIT_MIN: Final = 1
+
+# HISTORY-006: The largest `limit` of GET {prefix}/sessions/{session_id}/history.
+# (spec/openapi.yaml#/paths/~1v3~1projects~1{project_id}~1chat~1sessions~1{session_id}~1history/get/parameters/0/schema/maximum)
+HISTORY_LIMIT_MAX: Final = 1000
+
+# HISTORY-006: The `limit` of GET {prefix}/sessions/{session_id}/history when the query has none.
+# (spec/openapi.yaml#/paths/~1v3~1projects~1{project_id}~1chat~1sessions~1{session_id}~1history/get/parameters/0/schema/default)
+HISTORY_LIMIT_DEFAULT: Final = 100
+
+# TITLE-001: A new session's title (also the DEFAULT of chat_sessions.title in spec/db/schema.sql).
+# (spec/constants.yaml)
+INITIAL_TITLE: Final = "New Conversation"
+
+# DB-001: Where a project's chat database lives: a template, `DB_LOCATION.format(project_dir=...)`.
+# (spec/db/contract.yaml#/location)
+DB_LOCATION: Final = "{project_dir}/gns3-copilot/copilot_checkpoints.db"
+
+# CHANNEL-001: Each channel's base path under the chat prefix, by channel name (capability `channel_<name>`).
+# (spec/constants.yaml)
+CHANNEL_PATHS: Final[Mapping[str, str]] = MappingProxyType({
+    "openai": "/openai/v1",
+    "ui": "/ui",
+    "ag_ui": "/ag-ui",
+})
+
+# OPENAI-007: The model that GET {prefix}/openai/v1/models always lists.
+# (spec/constants.yaml)
+OPENAI_MODEL_ID: Final = "gns3-copilot"
+
+# OPENAI-004: The OpenAI error `type` each status gives on the OpenAI channel (spec/channels/openai-error.json).
+# (spec/constants.yaml)
+OPENAI_ERROR_TYPES: Final[Mapping[int, str]] = MappingProxyType({
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+})
+
+# OPENAI-004: The OpenAI error `type` of every 5xx status on the OpenAI channel.
+# (spec/constants.yaml)
+OPENAI_SERVER_ERROR_TYPE: Final = "server_error"
