@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint
 from conformance.transport.exchanges import Exchange
 from conformance.transport.sse import Frame
+from gns3_copilot_generated.constants import OPENAI_MODEL_ID
 
 if TYPE_CHECKING:
     from conformance.checks.context import CheckContext
@@ -29,7 +30,7 @@ class ChannelClient:
 
     @property
     def model(self) -> str:
-        return self.env.target.channels.get("openai", {}).get("model", "gns3-copilot")
+        return self.env.target.channels.get("openai", {}).get("model", OPENAI_MODEL_ID)
 
     def request(
         self,

@@ -27,6 +27,7 @@ from conformance.checks.support import call_operation, error_code, setup_turn
 from conformance.rules.operations import chat_endpoints, operation
 from conformance.rules.responses import response_violations
 from conformance.transport.exchanges import Exchange, json_or_none
+from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
 
 
 def _error_body_problems(exchange: Exchange) -> list[str]:
@@ -249,7 +250,7 @@ def _negated_authorization(case: Any) -> dict[str, str] | None:
 
 def _valid_message(body: Any) -> bool:
     message = body.get("message") if isinstance(body, dict) else None
-    return isinstance(message, str) and 1 <= len(message) <= 100_000
+    return isinstance(message, str) and MESSAGE_MIN_LENGTH <= len(message) <= MESSAGE_MAX_LENGTH
 
 
 @check("errors.contract_operations")

@@ -11,6 +11,7 @@ from conformance.checks.blame import require_turn
 from conformance.checks.context import CheckContext
 from conformance.checks.support import answered, expected_roles, history, listed, message_keys, scenario_or, turn
 from conformance.transport.exchanges import json_or_none
+from gns3_copilot_generated.constants import HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_LIMIT_MIN
 
 
 def _parsed_arguments(value: Any) -> Any:
@@ -183,21 +184,22 @@ async def history_limit(ctx: CheckContext) -> None:
     middle = scenario_or(ctx, "cs-parallel", "cs-tool")
     for n, script in enumerate(("cs-tool", middle, "cs-plain")):
         await turn(ctx, "HISTORY-006", session_id, script, text=f"History limit, turn {n + 1}")
-    full = (await history(ctx, session_id, "HISTORY-006", limit=1000))["messages"]
+    full = (await history(ctx, session_id, "HISTORY-006", limit=HISTORY_LIMIT_MAX))["messages"]
     expected_length = sum(len(expected_roles(ctx.env.scripts[s])) for s in ("cs-tool", middle, "cs-plain"))
     ctx.findings.require(
         len(full) == expected_length,
         "HISTORY-006",
-        f"after 3 turns that make {expected_length} messages, limit=1000 returned {len(full)}: {_shown(full)}",
+        f"after 3 turns that make {expected_length} messages, limit={HISTORY_LIMIT_MAX} returned {len(full)}: "
+        f"{_shown(full)}",
     )
     default = (await history(ctx, session_id, "HISTORY-006"))["messages"]
     ctx.findings.expect(
         "HISTORY-006",
         message_keys(default) == message_keys(full),
-        f"without limit: {_shown(default)}; expected all {len(full)} messages (fewer than the default 100), "
-        "oldest first",
+        f"without limit: {_shown(default)}; expected all {len(full)} messages (fewer than the default "
+        f"{HISTORY_LIMIT_DEFAULT}), oldest first",
     )
-    for limit in (1, 2, 3, 6, len(full) - 1, len(full), 1000):
+    for limit in (HISTORY_LIMIT_MIN, 2, 3, 6, len(full) - 1, len(full), HISTORY_LIMIT_MAX):
         got = (await history(ctx, session_id, "HISTORY-006", limit=limit))["messages"]
         expected = full[-limit:]
         ctx.findings.expect(
@@ -206,7 +208,8 @@ async def history_limit(ctx: CheckContext) -> None:
             f"limit={limit}: got {_shown(got)}; expected the newest {len(expected)} of {len(full)}, oldest first: "
             f"{_shown(expected)}",
         )
-    for value in ("0", "1001", "-1", "abc", "1.5", "1_000", " 5", "5 ", "+5"):
+    outside = (f"{HISTORY_LIMIT_MIN - 1}", f"{HISTORY_LIMIT_MAX + 1}")  # just outside HISTORY-006's range
+    for value in (*outside, "-1", "abc", "1.5", "1_000", " 5", "5 ", "+5"):
         exchange = await ctx.client.call(
             "GET",
             f"/sessions/{session_id}/history",

@@ -15,6 +15,7 @@ from conformance.checks.support import call_operation, judge_not_streamed, requi
 from conformance.checks.turns import describe, script_text, served
 from conformance.rules.operations import operation
 from conformance.transport.exchanges import Exchange, json_or_none
+from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH as LONGEST
 
 # --- input ------------------------------------------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ async def validation(ctx: CheckContext) -> None:
     cases: list[tuple[str | None, Any, list[str] | None, str]] = [
         ("INPUT-001", {}, ["message"], "a body without `message`"),
         ("INPUT-001", {"message": ""}, ["message"], "an empty `message`"),
-        ("INPUT-001", {"message": "x" * 100_001}, ["message"], "a `message` of 100001 characters"),
+        ("INPUT-001", {"message": "x" * (LONGEST + 1)}, ["message"], f"a `message` of {LONGEST + 1} characters"),
         ("INPUT-001", {"message": 42}, ["message"], "`message` 42 (a number)"),
         ("INPUT-001", {"message": None}, ["message"], "`message` null"),
         ("INPUT-002", {"message": tagged, "mode": "voice"}, ["mode"], '`mode` "voice"'),
@@ -134,11 +135,11 @@ async def validation(ctx: CheckContext) -> None:
         "a stream request with `stream` false",
         precheck=False,
     )
-    # The limits themselves are accepted: 100000 characters, mode text, stream true, temperature null, 0 and 2.0.
+    # The limits themselves are accepted: LONGEST characters, mode text, stream true, temperature null, 0 and 2.0.
     long_text = ctx.message("cs-plain", "")
-    long_text = "x" * (100_000 - len(long_text)) + long_text
+    long_text = "x" * (LONGEST - len(long_text)) + long_text
     accepted = [
-        ("INPUT-001", {"message": long_text, "mode": "text", "stream": True}, "a `message` of 100000 characters"),
+        ("INPUT-001", {"message": long_text, "mode": "text", "stream": True}, f"a `message` of {LONGEST} characters"),
         ("INPUT-003", {"message": tagged, "temperature": None}, "`temperature` null"),
         ("INPUT-003", {"message": tagged, "temperature": 0}, "`temperature` 0"),
         ("INPUT-003", {"message": tagged, "temperature": 2.0}, "`temperature` 2.0"),

@@ -21,9 +21,10 @@ from conformance.errors import NotTestable
 from conformance.rules.expected import ExpectedTurn
 from conformance.rules.violations import Violation
 from conformance.transport.exchanges import json_or_none
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 
 # The contract's path of each channel under the chat prefix (CHANNEL-001, the `channels` tag of openapi.yaml).
-CONTRACT_PATHS = {"openai": "/openai/v1", "ui": "/ui", "ag_ui": "/ag-ui"}
+CONTRACT_PATHS = CHANNEL_PATHS
 SETTLE_SECONDS = 10.0  # how long a turn cut short may take to be written (history, statistics)
 # endpoint name -> its protocol's rules: (answer, expected turn or None) -> violations, each naming its requirement.
 Rules = Callable[[ChannelAnswer, ExpectedTurn | None], list[Violation]]

@@ -10,8 +10,9 @@ from conformance.checks.blame import require_served, require_turn
 from conformance.checks.context import CheckContext
 from conformance.checks.support import RENAMED_TITLE, find_session, turn, wait_for
 from conformance.rules.scenarios import QUOTED_TITLE_EXPECTED, TITLE
+from gns3_copilot_generated.constants import INITIAL_TITLE
 
-NEW = "New Conversation"
+NEW = INITIAL_TITLE
 
 
 async def _title(ctx: CheckContext, session: str) -> str | None:

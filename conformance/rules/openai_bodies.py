@@ -12,22 +12,13 @@ from conformance.rules import openai as rules_openai
 from conformance.rules.expected import ExpectedTurn
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import Exchange, json_or_none
+from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_SERVER_ERROR_TYPE
 
 if TYPE_CHECKING:
     from conformance.channels.real_clients import ClientRead
 
 # OPENAI-004: the error `type` each status gives.
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "not_found_error",
-    409: "conflict_error",
-    413: "invalid_request_error",
-    422: "invalid_request_error",
-    429: "rate_limit_error",
-}
+ERROR_TYPES = OPENAI_ERROR_TYPES
 
 
 def error_of(body: str) -> dict[str, Any]:
@@ -138,7 +129,7 @@ def error_problems(exchange: Exchange, status: int, code: str | None) -> list[st
     payload = json_or_none(exchange.body or "")
     problems = [f"not the OpenAI error body: {p}" for p in rules_openai.error_body_problems(payload)[:3]]
     error = error_of(exchange.body or "")
-    if error.get("type") != ERROR_TYPES.get(status, "server_error"):
+    if error.get("type") != ERROR_TYPES.get(status, OPENAI_SERVER_ERROR_TYPE):
         problems.append(f"the type is {error.get('type')!r}; status {status} gives {ERROR_TYPES.get(status)!r}")
     if code is not None and error.get("code") != code:
         problems.append(f"the code is {error.get('code')!r}, not {code!r}")
