@@ -7,7 +7,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-MODEL = "gns3-copilot"  # the model id GET {prefix}/openai/v1/models lists (OPENAI-007)
+from gns3_copilot_generated.constants import OPENAI_MODEL_ID
+
+MODEL = OPENAI_MODEL_ID  # the model id GET {prefix}/openai/v1/models lists (OPENAI-007)
 
 Request = tuple[str, dict[str, Any]]  # (path under the chat prefix, JSON body)
 

@@ -21,6 +21,7 @@ from pydantic import TypeAdapter
 
 from conformance.harness.machine_load import stretched
 from conformance.rules.official import errors
+from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_SERVER_ERROR_TYPE
 from reference_server.channels.openai_chat import ChatCompletionStream, chat_request, completion_object
 from reference_server.channels.openai_common import render_openai_error
 from reference_server.channels.openai_responses import (
@@ -402,20 +403,7 @@ def test_a_responses_request_becomes_a_turn_request():
 
 @pytest.mark.covers("OPENAI-004")
 def test_the_error_type_follows_the_status():
-    types = {
-        400: "invalid_request_error",
-        401: "authentication_error",
-        403: "permission_error",
-        404: "not_found_error",
-        405: "not_found_error",
-        409: "conflict_error",
-        413: "invalid_request_error",
-        422: "invalid_request_error",
-        429: "rate_limit_error",
-        500: "server_error",
-        502: "server_error",
-        503: "server_error",
-    }
+    types = {**OPENAI_ERROR_TYPES, **dict.fromkeys((500, 502, 503), OPENAI_SERVER_ERROR_TYPE)}
     for status, kind in types.items():
         body = render_openai_error(ApiError(status, "some_code", "what happened"))
         assert body == {"error": {"message": "what happened", "type": kind, "param": None, "code": "some_code"}}

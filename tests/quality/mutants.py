@@ -14,6 +14,8 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from gns3_copilot_generated.constants import INITIAL_TITLE
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -324,7 +326,7 @@ def _empty_session(service, session_id: str, caller):
         thread_id=session_id,
         user_id=caller.user.user_id,
         project_id=service.project_id,
-        title="New Conversation",
+        title=INITIAL_TITLE,
         message_count=0,
         llm_calls_count=0,
         input_tokens=0,

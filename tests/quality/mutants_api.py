@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from gns3_copilot_generated.constants import INITIAL_TITLE, MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
+
 from .asgi_rewrite import edit_request_body, rewrite_answers
 from .mutants import mutant
 
@@ -148,7 +150,7 @@ def _pin_answers_unpinned() -> None:
 
 @mutant("rename-answers-old-title", "PATCH answers the session with its title before the rename", {"SESSION-004"})
 def _rename_answers_old_title() -> None:
-    rewrite_answers("PATCH", SESSION, _on_200(lambda b: {**b, "title": "New Conversation"}))
+    rewrite_answers("PATCH", SESSION, _on_200(lambda b: {**b, "title": INITIAL_TITLE}))
 
 
 @mutant(
@@ -273,7 +275,7 @@ def _accept(change) -> None:
 def _message_length_unchecked() -> None:
     def change(body):
         message = body.get("message")
-        if isinstance(message, str) and not 1 <= len(message) <= 100_000:
+        if isinstance(message, str) and not MESSAGE_MIN_LENGTH <= len(message) <= MESSAGE_MAX_LENGTH:
             return {**body, "message": "x" + message[-200:]}
         return None
 
@@ -329,7 +331,7 @@ def _session_id_not_a_uuid() -> None:
 def _initial_title_untitled() -> None:
     def change(sessions):
         for session in sessions:
-            if session["title"] == "New Conversation":
+            if session["title"] == INITIAL_TITLE:
                 session["title"] = "Untitled"
         return sessions
 

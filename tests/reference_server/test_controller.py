@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 import gns3_copilot_spec as spec
+from gns3_copilot_generated.constants import DB_LOCATION
 from reference_server.app import create_app
 from reference_server.cli import main as cli_main
 from reference_server.settings import ENV_PREFIX, Settings, load_settings
@@ -387,7 +388,7 @@ async def test_project_create_get_list_and_duplicate(lab):
     assert_matches_contract(project, "controller-project.json")
     assert Path(project["path"]) == lab.settings.data_dir / "projects" / project["project_id"]
     assert (Path(project["path"]) / "project.gns3").is_file()
-    assert (Path(project["path"]) / "gns3-copilot" / "copilot_checkpoints.db").is_file()
+    assert Path(DB_LOCATION.format(project_dir=project["path"])).is_file()
 
     got = await lab.client.get(f"/v3/projects/{project['project_id']}", headers=lab.headers)
     assert got.status_code == 200 and got.json() == project
@@ -458,7 +459,7 @@ async def test_a_deleted_project_is_gone_for_every_chat_endpoint(lab):
     stream = await lab.stream("hi [[fake-llm:plain]]")
     assert stream.types[-1] == "done"
     project_dir = lab.settings.data_dir / "projects" / lab.project_id
-    database = project_dir / "gns3-copilot" / "copilot_checkpoints.db"
+    database = Path(DB_LOCATION.format(project_dir=project_dir))
     assert database.is_file()
 
     deleted = await lab.client.delete(f"/v3/projects/{lab.project_id}", headers=lab.headers)

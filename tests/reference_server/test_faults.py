@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from conformance.harness.machine_load import stretched
+from gns3_copilot_generated.constants import DB_LOCATION
 from reference_server.agent.service import INTERRUPTED_ANSWER
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
@@ -506,7 +507,7 @@ async def test_sigkill_mid_stream_then_restart(tmp_path: Path, scripts_dir: Path
     try:
         async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as client:
             lab = await Lab(client).setup()
-            db_path = data_dir / "projects" / lab.project_id / "gns3-copilot" / "copilot_checkpoints.db"
+            db_path = Path(DB_LOCATION.format(project_dir=data_dir / "projects" / lab.project_id))
             for session_id in CUTS:
                 first = await lab.stream("hello [[fake-llm:plain]]", session_id)
                 assert_completed(first, session_id)

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 import gns3_copilot_spec as spec
+from gns3_copilot_generated.constants import INITIAL_TITLE
 from reference_server.agent.stores.postgres_sessions import LISTING_QUERY
 
 from .conftest import in_process_lab
@@ -92,7 +93,7 @@ async def test_a_session_lives_whole_on_postgresql(pg_lab):
     assert [m["role"] for m in history["messages"]] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
     session = await pg_lab.session("pg-1")
     assert session["message_count"] == 6 and session["llm_calls_count"] >= 2
-    assert session["title"] != "New Conversation"
+    assert session["title"] != INITIAL_TITLE
     pinned = await pg_lab.client.put(f"{pg_lab.prefix()}/sessions/pg-1/pin", headers=pg_lab.headers)
     assert pinned.json()["pinned"] is True
     listing = await pg_lab.client.get(f"{pg_lab.prefix()}/sessions", headers=pg_lab.headers)

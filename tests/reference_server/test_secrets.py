@@ -15,6 +15,7 @@ from argon2 import PasswordHasher
 from cryptography.fernet import Fernet
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from gns3_copilot_generated.constants import DB_LOCATION
 from reference_server.agent.context import LlmSettings
 from tests.reference_server.conftest import Lab, in_process_lab
 from tests.reference_server.test_controller import configs_url, fake_llm_server  # noqa: F401 - a fixture
@@ -135,7 +136,7 @@ async def test_api_keys_and_tokens_never_reach_the_project_database(make_setting
         assert len(records) == 6  # plain + title; tool call + answer (one title per session); plain + title
         assert {r["extra"]["authorization"] for r in records} == {f"Bearer {api_key}"}
 
-        project_db = settings.data_dir / "projects" / lab.project_id / "gns3-copilot" / "copilot_checkpoints.db"
+        project_db = Path(DB_LOCATION.format(project_dir=settings.data_dir / "projects" / lab.project_id))
         files = database_files(project_db)
         assert project_db in files and Path(f"{project_db}-wal") in files
         # while the server runs (WAL not checkpointed): the conversation is there, the secrets are not
@@ -201,7 +202,7 @@ async def test_a_failed_turn_does_not_leak_the_key_either(make_settings, fake_ll
         stream = await lab.stream("boom [[fake-llm:llm-error]]", headers={"Authorization": f"Bearer {token}"})
         assert stream.status == 200 and stream.types[-2:] == ["error", "done"], stream.types
         assert api_key not in stream.text and token not in stream.text
-        project_db = settings.data_dir / "projects" / lab.project_id / "gns3-copilot" / "copilot_checkpoints.db"
+        project_db = Path(DB_LOCATION.format(project_dir=settings.data_dir / "projects" / lab.project_id))
         assert leaks(database_files(project_db), {"API key": api_key, "bearer token": token}) == []
     assert leaks(database_files(project_db), {"API key": api_key, "bearer token": token}) == []
 

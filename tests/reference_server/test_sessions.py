@@ -11,6 +11,7 @@ import pytest
 from conformance.rules.responses import response_violations
 from conformance.rules.stream_events import check_events
 from fake_llm.scripts import ScriptLibrary
+from gns3_copilot_generated.constants import INITIAL_TITLE
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
 pytestmark = pytest.mark.anyio
@@ -62,7 +63,7 @@ async def test_title_generation_can_be_left_out_of_the_statistics(make_settings)
         session = await lab.session("no-title-stats")
     assert session["llm_calls_count"] == 1
     assert (session["input_tokens"], session["output_tokens"]) == usage("plain", 1, title=False)
-    assert session["title"] != "New Conversation"
+    assert session["title"] != INITIAL_TITLE
 
 
 @pytest.mark.covers("STATS-005", "STATS-001", "STATS-002", "STATS-003")
@@ -80,7 +81,7 @@ async def test_statistics_of_turns_ending_by_error(lab):
 @pytest.mark.covers("TITLE-001", "TITLE-002", "TITLE-004")
 async def test_title_is_generated_once_after_the_first_plain_answer(lab):
     await lab.stream("[[fake-llm:llm-error]]", "title-1")
-    assert (await lab.session("title-1"))["title"] == "New Conversation"
+    assert (await lab.session("title-1"))["title"] == INITIAL_TITLE
     await lab.stream("[[fake-llm:quoted-title]]", "title-1")
     title = (await lab.session("title-1"))["title"]
     raw = "".join(LIBRARY.get("quoted-title").title.text_chunks)
@@ -130,7 +131,7 @@ async def test_a_failed_title_generation_keeps_the_title_and_the_turn(lab):
     stream = await lab.stream("[[fake-llm:title-fails]]", "title-fails")
     assert stream.types == ["content", "done"]
     session = await lab.session("title-fails")
-    assert session["title"] == "New Conversation"
+    assert session["title"] == INITIAL_TITLE
     assert session["llm_calls_count"] == 2  # the failed title generation counts (STATS-002)
 
 

@@ -29,6 +29,7 @@ import pytest
 
 from conformance.harness.machine_load import stretched
 from conformance.harness.processes import Process, _clean_env, _wait_until_ready
+from gns3_copilot_generated.constants import DB_LOCATION
 from reference_server.agent.service import database_path
 from reference_server.storage_faults import corruption, storage_fault
 
@@ -388,7 +389,7 @@ async def test_the_server_files_are_private_whatever_the_umask(tmp_path: Path, u
             "secrets/encryption_key",
             f"{project}/project.gns3",
             f"{project}/topology.json",
-            *(f"{project}/gns3-copilot/copilot_checkpoints.db{suffix}" for suffix in ("", "-wal", "-shm")),
+            *(DB_LOCATION.format(project_dir=project) + suffix for suffix in ("", "-wal", "-shm")),
         }
         modes = {
             path.relative_to(data_dir).as_posix(): stat.S_IMODE(path.stat().st_mode)
