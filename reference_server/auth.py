@@ -8,7 +8,7 @@ from fastapi import Request
 
 from .controller.security import TokenClaims
 from .controller.store import User
-from .errors import ApiError, unauthorized
+from .errors import AUTHENTICATES, ApiError, unauthorized
 
 
 @dataclass(frozen=True)
@@ -41,3 +41,6 @@ async def authenticated(request: Request) -> Caller:
 def require_superadmin(caller: Caller) -> None:
     if not caller.user.is_superadmin:
         raise ApiError(403, "forbidden", "Permission denied: only a superadmin may do this")
+
+
+setattr(authenticated, AUTHENTICATES, True)  # errors._caller_first finds the route's authentication by it

@@ -133,15 +133,19 @@ def _parse_failure(exc: StarletteHTTPException) -> ApiError | None:
     return invalid_json(str(cause))
 
 
+AUTHENTICATES = "authenticates_the_caller"  # the attribute auth.authenticated carries
+
+
 async def _caller_first(request: Request, refusal: ApiError) -> ApiError:
     """FastAPI parses a body before it runs the route's dependencies: a body it cannot parse is answered only once
     the caller is known, so that an unauthenticated caller still gets 401 first (AUTH-001)."""
-    from .auth import authenticated  # auth.py imports this module
-
     dependant = getattr(request.scope.get("route"), "dependant", None)
-    if refusal.status == 400 and dependant and any(d.call is authenticated for d in dependant.dependencies):
+    # The route's authentication is the dependency auth.py marks (this module cannot import auth.py, which imports it).
+    calls = [d.call for d in dependant.dependencies] if dependant else []
+    authenticate = next((call for call in calls if getattr(call, AUTHENTICATES, False)), None)
+    if refusal.status == 400 and authenticate is not None:
         try:
-            await authenticated(request)
+            await authenticate(request)
         except ApiError as exc:
             return exc
     return refusal

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,7 +19,6 @@ from fastapi.responses import JSONResponse
 from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
-from reference_server.errors import ApiError
 
 from .openai_common import (
     MODEL_ID,
@@ -29,7 +27,6 @@ from .openai_common import (
     checked_model,
     checked_temperature,
     checked_user,
-    error_type,
     invalid,
     model_list,
     refuse_client_tools,
@@ -37,8 +34,9 @@ from .openai_common import (
     split_conversation,
     unsupported,
 )
+from .openai_turn import Usage, error_object, failure_of, usage_of
 from .sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
-from .turns import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
+from .turns import TurnRequest, run_to_end, session_header, start_channel_turn
 
 Authenticated = Annotated[Caller, Depends(authenticated)]
 
@@ -52,9 +50,6 @@ CHAT_MEMBERS |= {"functions", "tool_choice", "n"}
 class ChatOptions:
     stream: bool
     include_usage: bool
-
-
-Usage = Callable[[], tuple[int, int]]  # (input tokens, output tokens), final once `done` came
 
 
 def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
@@ -90,11 +85,6 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
     return wanted, ChatOptions(stream=stream, include_usage=include_usage and stream)
 
 
-def usage_of(channel_turn: ChannelTurn) -> Usage:
-    turn = channel_turn.turn
-    return lambda: (turn.stats.input_tokens, turn.stats.output_tokens)
-
-
 def chat_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
     """CHANNEL-008: the turn's tokens, the session's increase."""
     return {
@@ -102,12 +92,6 @@ def chat_usage(input_tokens: int, output_tokens: int) -> dict[str, int]:
         "completion_tokens": output_tokens,
         "total_tokens": input_tokens + output_tokens,
     }
-
-
-def error_object(event: dict[str, Any]) -> dict[str, Any]:
-    """A contract `error` event as OpenAI's error object (OPENAI-004)."""
-    code = event.get("code") or "llm_error"
-    return {"message": event.get("error") or code, "type": error_type(502), "param": None, "code": code}
 
 
 class ChatCompletionStream:
@@ -177,22 +161,7 @@ def completion_object(completion_id: str, created: int, text: str, usage: tuple[
 
 
 # The `openai` client re-sends a request answered 408, 409, 429 or 5xx (twice by default) unless the answer says
-# `x-should-retry: false`: a failed turn ran and is kept, so re-sending it would run it again in the session.
-NO_RETRY = {"x-should-retry": "false"}
-
-
-def failure_of(events: list[dict[str, Any]], channel_turn: ChannelTurn) -> ApiError | None:
-    """A turn that failed, answered after the fact: 502 with the contract error's code (OPENAI-003)."""
-    failed = next((event for event in events if event["type"] == "error"), None)
-    if failed is None:
-        return None
-    error = error_object(failed)
-    return ApiError(502, error["code"], error["message"], headers={**session_header(channel_turn), **NO_RETRY})
-
-
 def build_openai_router() -> APIRouter:
-    from .openai_responses import add_responses_routes
-
     router = APIRouter()
 
     @router.post(CHANNEL_PATHS["openai"] + "/chat/completions")
@@ -216,5 +185,4 @@ def build_openai_router() -> APIRouter:
         await opened_project(project_id, request, caller)  # authenticated, with access to the project (OPENAI-007)
         return model_list()
 
-    add_responses_routes(router)
     return router

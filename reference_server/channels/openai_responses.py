@@ -25,7 +25,6 @@ from reference_server.auth import Caller, authenticated
 from reference_server.chat.preconditions import json_value, opened_project
 from reference_server.errors import ApiError
 
-from .openai_chat import Usage, error_object, failure_of, usage_of
 from .openai_common import (
     MODEL_ID,
     checked_boolean,
@@ -39,6 +38,7 @@ from .openai_common import (
     split_conversation,
     unsupported,
 )
+from .openai_turn import Usage, error_object, failure_of, usage_of
 from .sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame, stream_response
 from .turns import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
 
@@ -243,7 +243,9 @@ class ResponseEventStream:
         return "".join(out)
 
 
-def add_responses_routes(router: APIRouter) -> None:
+def build_responses_router() -> APIRouter:
+    router = APIRouter()
+
     @router.post(CHANNEL_PATHS["openai"] + "/responses")
     async def create_response(project_id: str, request: Request, caller: Authenticated) -> Any:
         service = await opened_project(project_id, request, caller)
@@ -265,3 +267,5 @@ def add_responses_routes(router: APIRouter) -> None:
             body = builder.response("completed", text, usage_of(channel_turn)())
             return JSONResponse(body, headers=session_header(channel_turn))
         return stream_response(channel_turn, ResponseEventStream(builder, usage_of(channel_turn)), NO_BUFFERING)
+
+    return router

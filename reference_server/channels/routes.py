@@ -10,6 +10,7 @@ from reference_server.errors import register_error_shape
 from .ag_ui import build_ag_ui_router
 from .openai_chat import build_openai_router
 from .openai_common import render_openai_error
+from .openai_responses import build_responses_router
 from .ui_stream import build_ui_router
 
 OPENAI_PATH_MARKER = CHANNEL_PATHS["openai"] + "/"
@@ -21,6 +22,7 @@ def build_channels_router(prefix: str) -> APIRouter:
     register_error_shape(OPENAI_PATH_MARKER, render_openai_error)
     router = APIRouter(prefix=prefix, tags=["Channels"])
     router.include_router(build_openai_router())
+    router.include_router(build_responses_router())
     router.include_router(build_ui_router())
     router.include_router(build_ag_ui_router())
     return router

@@ -12,7 +12,8 @@ from reference_server.agent.tools import write_default_topology
 from reference_server.auth import Caller
 from reference_server.errors import ApiError
 
-from .access import CHAT_PRIVILEGE, AccessControl
+from .access import AccessControl
+from .roles import CHAT_PRIVILEGE
 from .bodies import StrictBody
 from .common import Authenticated, require_project_privilege, services_of
 from .store import Conflict, Project

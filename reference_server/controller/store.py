@@ -13,7 +13,7 @@ import aiosqlite
 
 from reference_server.timestamps import utc_now
 
-from .access import ACCESS_SCHEMA
+from .roles import ACCESS_SCHEMA
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (

@@ -11,59 +11,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 
 from gns3_copilot_generated.constants import INITIAL_TITLE
 
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    breaks: str  # what the variant does wrong, in words
-    apply: Callable[[], None]
-    targets: frozenset[str]
-    consequences: frozenset[str] = field(default_factory=frozenset)
-    # The areas of a channel mutant's channel (and of the rules every channel shares when it breaks one): empty for
-    # the GNS3 mutants. Every mutant's run is judged by the areas of its targets and consequences (runs.mutant_areas);
-    # these must hold them (test_channel_mutants.py).
-    only: tuple[str, ...] = ()
-
-
-MUTANTS: dict[str, Mutant] = {}
-
-
-def mutant(
-    name: str,
-    breaks: str,
-    targets: set[str],
-    consequences: set[str] = frozenset(),
-    only: tuple[str, ...] = (),
-):
-    def register(apply: Callable[[], None]) -> Callable[[], None]:
-        if name in MUTANTS:
-            raise LookupError(f"mutant {name!r} is defined twice")
-        MUTANTS[name] = Mutant(name, breaks, apply, frozenset(targets), frozenset(consequences), tuple(only))
-        return apply
-
-    return register
-
-
-def _transform_stream(change: Callable[[list[dict], dict], list[dict]]) -> None:
-    """Rewrite the events of every turn on their way to the client; `change(batch, state)` returns the batch."""
-    from reference_server.agent.turn import Turn
-
-    original = Turn.stream
-
-    async def stream(self) -> AsyncIterator[list[dict]]:
-        state: dict = {}
-        async for batch in original(self):
-            changed = change([dict(e) for e in batch], state)
-            if changed:
-                yield changed
-
-    Turn.stream = stream
-
+from .mutant_kit import MUTANTS, Mutant, _transform_stream, mutant
 
 # --- the stream ----------------------------------------------------------------------------------------------
 
@@ -407,7 +358,7 @@ def _other_user_reads() -> None:
 def _closed_project_answers() -> None:
     import reference_server.chat.preconditions as preconditions
     import reference_server.chat.routes as routes
-    from reference_server.controller.access import CHAT_PRIVILEGE
+    from reference_server.controller.roles import CHAT_PRIVILEGE
     from reference_server.errors import ApiError
 
     async def opened_project(project_id, request, caller):

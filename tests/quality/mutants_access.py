@@ -4,7 +4,7 @@ Registered in MUTANTS by tests/quality/mutants.py."""
 
 from __future__ import annotations
 
-from .mutants import mutant
+from .mutant_kit import mutant
 
 
 async def _anyone(*_args, **_kwargs) -> None:

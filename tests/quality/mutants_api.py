@@ -11,7 +11,7 @@ import json
 from gns3_copilot_generated.constants import INITIAL_TITLE, MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
 
 from .asgi_rewrite import edit_request_body, rewrite_answers
-from .mutants import mutant
+from .mutant_kit import mutant
 
 HISTORY = r"/chat/sessions/[^/]+/history$"
 LISTING = r"/chat/sessions$"

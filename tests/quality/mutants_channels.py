@@ -14,7 +14,7 @@ import uuid
 from contextvars import ContextVar
 from typing import Any
 
-from .mutants import Mutant, mutant
+from .mutant_kit import Mutant, mutant
 
 OPENAI, UI, AG_UI = "channel_openai", "channel_ui", "channel_ag_ui"
 SHARED, ACROSS = "channels", "across_channels"
@@ -183,9 +183,9 @@ def _openai_refusals_in_contract_body() -> None:
     only=(OPENAI,),
 )
 def _openai_502_retried() -> None:
-    import reference_server.channels.openai_chat as openai_chat
+    import reference_server.channels.openai_turn as openai_turn
 
-    openai_chat.NO_RETRY = {}
+    openai_turn.NO_RETRY = {}
 
 
 @mutant(

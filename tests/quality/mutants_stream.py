@@ -6,7 +6,7 @@ every turn on their way to the client. Registered in tests/quality/mutants.py's 
 
 from __future__ import annotations
 
-from .mutants import _transform_stream, mutant
+from .mutant_kit import _transform_stream, mutant
 
 
 def _each(kind: str, change) -> None:
