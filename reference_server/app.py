@@ -11,6 +11,7 @@ from fastapi import FastAPI
 import gns3_copilot_spec as spec
 
 from .body_limit import BodyLimit
+from .channels import routes as channel_routes
 from .channels.routes import build_channels_router
 from .chat.routes import build_router
 from .controller.routes import router as controller_router
@@ -57,7 +58,7 @@ def create_app(settings: Settings, *, prepared: bool = False) -> FastAPI:
         description="Implements spec/openapi.yaml; the contract is spec/, not this app's generated OpenAPI.",
         lifespan=lifespan,
     )
-    install_handlers(app)
+    install_handlers(app, channel_routes.ERROR_SHAPES)  # read at build time: a variant may add shapes
     if settings.workers > 1:
         app.add_middleware(NameTheWorker)
     app.add_middleware(BodyLimit)  # outermost: 413 before anything else, authentication included (INPUT-010)

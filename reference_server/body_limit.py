@@ -12,7 +12,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import ApiError
+from .errors import ApiError, shapes_of
 
 # 2 MiB: the longest valid chat message (100 000 characters, INPUT-001) outside the Basic Multilingual Plane, sent with
 # JSON \u escapes as Python's json.dumps does, is about 1.2 MB; 1 MiB would refuse it.
@@ -46,9 +46,9 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         if _declared_too_long(Headers(scope=scope), self.max_bytes):
-            await ApiError(413, "payload_too_large", _message(self.max_bytes)).response(scope["path"])(
-                scope, receive, send
-            )
+            await ApiError(413, "payload_too_large", _message(self.max_bytes)).response(
+                scope["path"], shapes_of(scope.get("app"))
+            )(scope, receive, send)
             return
         received = 0
 

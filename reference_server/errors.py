@@ -59,23 +59,25 @@ class ApiError(Exception):
         super().__init__(message)
         self.status, self.code, self.message, self.details, self.headers = status, code, message, details, headers
 
-    def response(self, path: str = "") -> JSONResponse:
-        """The contract's error body, or the body shape of the channel whose path this is (CHANNEL-005)."""
-        for marker, render in _ERROR_SHAPES:
+    def response(self, path: str = "", shapes: ErrorShapes = ()) -> JSONResponse:
+        """The contract's error body, or the body shape of the channel whose path this is (CHANNEL-005): `shapes`
+        are the app's (shapes_of)."""
+        for marker, render in shapes:
             if marker in path:
                 return JSONResponse(render(self), status_code=self.status, headers=self.headers)
         body = ErrorBody(message=_text(self.message), code=self.code, details=self.details)
         return JSONResponse(body.model_dump(exclude_none=True), status_code=self.status, headers=self.headers)
 
 
-# (path marker, body renderer): a channel whose protocol has its own error body registers it here, so that every
-# refusal on its paths, from authentication to the body limit and the last resort, has that shape.
-_ERROR_SHAPES: list[tuple[str, Callable[[ApiError], dict[str, Any]]]] = []
+# (path marker, body renderer): a channel whose protocol has its own error body gives it to the app it is served by
+# (install_handlers), so that every refusal on its paths, from authentication to the body limit and the last resort,
+# has that shape.
+ErrorShapes = tuple[tuple[str, Callable[["ApiError"], dict[str, Any]]], ...]
 
 
-def register_error_shape(path_marker: str, render: Callable[[ApiError], dict[str, Any]]) -> None:
-    if all(marker != path_marker for marker, _ in _ERROR_SHAPES):
-        _ERROR_SHAPES.append((path_marker, render))
+def shapes_of(app: Any) -> ErrorShapes:
+    """The error shapes of the app serving a request (`request.app`, or `scope["app"]` in a middleware)."""
+    return getattr(getattr(app, "state", None), "error_shapes", ())
 
 
 def unauthorized(message: str) -> ApiError:
@@ -177,26 +179,33 @@ class LastResort:
             if started:
                 raise
             log.error("%s %s failed", scope.get("method"), scope.get("path"), exc_info=exc)
-            await ApiError(500, "internal_error", "Internal server error").response(scope["path"])(scope, receive, send)
+            await ApiError(500, "internal_error", "Internal server error").response(
+                scope["path"], shapes_of(scope.get("app"))
+            )(scope, receive, send)
 
 
-def install_handlers(app: FastAPI) -> None:
+def install_handlers(app: FastAPI, error_shapes: ErrorShapes = ()) -> None:
+    app.state.error_shapes = tuple(error_shapes)
     app.add_middleware(LastResort)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return exc.response(request.url.path)
+        return exc.response(request.url.path, shapes_of(request.app))
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return (await _caller_first(request, validation_failed(list(exc.errors())))).response(request.url.path)
+        return (await _caller_first(request, validation_failed(list(exc.errors())))).response(
+            request.url.path, shapes_of(request.app)
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if (refusal := _parse_failure(exc)) is not None:
-            return (await _caller_first(request, refusal)).response(request.url.path)
+            return (await _caller_first(request, refusal)).response(request.url.path, shapes_of(request.app))
         headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 405:
             headers["Allow"] = _allowed_methods(request)
         code = _STATUS_CODES.get(exc.status_code, "error")
-        return ApiError(exc.status_code, code, str(exc.detail), headers=headers or None).response(request.url.path)
+        return ApiError(exc.status_code, code, str(exc.detail), headers=headers or None).response(
+            request.url.path, shapes_of(request.app)
+        )

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from .errors import ApiError
+from .errors import ApiError, shapes_of
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +68,16 @@ def install_storage_fault_handlers(app: FastAPI) -> None:
     async def unavailable(request: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, ProjectUnavailable):
             log.error("%s %s: %s", request.method, request.url.path, exc)
-            return ApiError(503, "project_unavailable", str(exc)).response(request.url.path)
+            return ApiError(503, "project_unavailable", str(exc)).response(request.url.path, shapes_of(request.app))
         if isinstance(exc, sqlite3.Error):  # a write of the controller's that failed half-way holds its lock
             await request.app.state.services.store.abandon_failed_write()
         reason = storage_fault(exc)
         if reason is None:
             raise exc  # not a storage fault: the server's own error, as before
         log.error("%s %s: storage is not writable: %s", request.method, request.url.path, reason)
-        return ApiError(503, "storage_unavailable", f"Storage is not writable: {reason}").response(request.url.path)
+        return ApiError(503, "storage_unavailable", f"Storage is not writable: {reason}").response(
+            request.url.path, shapes_of(request.app)
+        )
 
     for kind in (ProjectUnavailable, sqlite3.Error, OSError):
         app.add_exception_handler(kind, unavailable)

@@ -11,20 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.auth import Caller, authenticated
+from reference_server.auth import Authenticated
 from reference_server.chat.preconditions import json_body, opened_project
 from reference_server.errors import ApiError, validation_failed
+from reference_server.turns.core import TurnRequest, start_channel_turn
+from reference_server.turns.sse import HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
 
-from .sse import HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
-from .turns import TurnRequest, start_channel_turn
 from .ui_stream import TurnOutcome, outcome_of
-
-Authenticated = Annotated[Caller, Depends(authenticated)]
 
 
 def _new_id() -> str:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.auth import Caller, authenticated
+from reference_server.auth import Authenticated
 from reference_server.chat.preconditions import json_value, opened_project
+from reference_server.turns.core import TurnRequest, run_to_end, session_header, start_channel_turn
+from reference_server.turns.sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
 
 from .openai_common import (
     MODEL_ID,
@@ -35,10 +37,6 @@ from .openai_common import (
     unsupported,
 )
 from .openai_turn import Usage, error_object, failure_of, usage_of
-from .sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
-from .turns import TurnRequest, run_to_end, session_header, start_channel_turn
-
-Authenticated = Annotated[Caller, Depends(authenticated)]
 
 # OPENAI-001: what a chat completion request may carry; `tools`, `functions` and `tool_choice` only empty / none /
 # auto (CHANNEL-006); `n` only 1.

@@ -14,16 +14,18 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.agent.service import AgentService
-from reference_server.auth import Caller, authenticated
+from reference_server.auth import Authenticated, Caller
 from reference_server.chat.preconditions import json_value, opened_project
 from reference_server.errors import ApiError
+from reference_server.turns.core import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
+from reference_server.turns.sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame, stream_response
 
 from .openai_common import (
     MODEL_ID,
@@ -39,10 +41,6 @@ from .openai_common import (
     unsupported,
 )
 from .openai_turn import Usage, error_object, failure_of, usage_of
-from .sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame, stream_response
-from .turns import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
-
-Authenticated = Annotated[Caller, Depends(authenticated)]
 
 # OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false).
 RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}

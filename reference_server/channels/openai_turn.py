@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from reference_server.errors import ApiError
+from reference_server.turns.core import ChannelTurn, session_header
 
 from .openai_common import error_type
-from .turns import ChannelTurn, session_header
 
 Usage = Callable[[], tuple[int, int]]  # (input tokens, output tokens), final once `done` came
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.errors import register_error_shape
+from reference_server.errors import ErrorShapes
 
 from .ag_ui import build_ag_ui_router
 from .openai_chat import build_openai_router
@@ -16,10 +16,12 @@ from .ui_stream import build_ui_router
 OPENAI_PATH_MARKER = CHANNEL_PATHS["openai"] + "/"
 
 
+# Every refusal under the OpenAI paths, from authentication to the body limit and the last resort, in OpenAI's error
+# body (OPENAI-004); the UI and AG-UI channels keep the contract's error body (CHANNEL-005). The app owns them.
+ERROR_SHAPES: ErrorShapes = ((OPENAI_PATH_MARKER, render_openai_error),)
+
+
 def build_channels_router(prefix: str) -> APIRouter:
-    # Every refusal under the OpenAI paths, from authentication to the body limit and the last resort, in OpenAI's
-    # error body (OPENAI-004); the UI and AG-UI channels keep the contract's error body (CHANNEL-005).
-    register_error_shape(OPENAI_PATH_MARKER, render_openai_error)
     router = APIRouter(prefix=prefix, tags=["Channels"])
     router.include_router(build_openai_router())
     router.include_router(build_responses_router())

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.auth import Caller, authenticated
+from reference_server.auth import Authenticated
 from reference_server.chat.preconditions import (
     HISTORY_LIMIT_RANGE,
     json_body,
@@ -28,12 +28,10 @@ from reference_server.chat.preconditions import (
     valid_session_id,
 )
 from reference_server.errors import ApiError, validation_failed
+from reference_server.turns.core import ChannelTurn, TurnRequest, start_channel_turn
+from reference_server.turns.sse import DONE_FRAME, HEARTBEAT_FRAME, data_frame, stream_response
 
-from .sse import DONE_FRAME, HEARTBEAT_FRAME, data_frame, stream_response
-from .turns import ChannelTurn, TurnRequest, start_channel_turn
 from .ui_messages import history_to_ui_messages
-
-Authenticated = Annotated[Caller, Depends(authenticated)]
 
 # UI-002; the same values as the `ai` package's UI_MESSAGE_STREAM_HEADERS (ui-message-stream-headers.ts).
 UI_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "cache-control": "no-cache", "x-accel-buffering": "no"}

@@ -19,8 +19,8 @@ from gns3_copilot_generated.constants import HISTORY_LIMIT_DEFAULT, HISTORY_LIMI
 from reference_server.agent.context import LlmSettings
 from reference_server.agent.service import AgentService
 from reference_server.auth import Caller
-from reference_server.controller.roles import CHAT_PRIVILEGE
 from reference_server.controller.common import require_project_privilege
+from reference_server.controller.roles import CHAT_PRIVILEGE
 from reference_server.errors import ApiError, from_pydantic, invalid_json, validation_failed
 from reference_server.json_input import json_problem
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
 from gns3_copilot_generated.api.abort_result import AbortResult
@@ -18,12 +17,10 @@ from gns3_copilot_generated.api.chat_request import ChatRequest
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.conversation_history import ConversationHistory
 from gns3_copilot_generated.api.rename_request import RenameSessionRequest
-from reference_server.auth import Caller, authenticated
-from reference_server.channels.turns import ChannelTurn, TurnRequest, contract_events, start_channel_turn
+from reference_server.auth import Authenticated, Caller
+from reference_server.turns.core import ChannelTurn, TurnRequest, contract_events, start_channel_turn
 
 from .preconditions import history_limit, json_body, opened_project, owned_session, valid_session_id
-
-Authenticated = Annotated[Caller, Depends(authenticated)]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # FRAME-004
 
@@ -52,7 +49,7 @@ def build_router(prefix: str) -> APIRouter:
             message=body.message,
             temperature=body.temperature,
         )
-        # The one way every channel starts a turn: session, ownership, busy lock (channels/turns.py).
+        # The one way every channel starts a turn: session, ownership, busy lock (turns/core.py).
         channel_turn = await start_channel_turn(project_id, request, caller, wanted)
         # 200 with media type text/event-stream (FRAME-001).
         return StreamingResponse(sse_frames(channel_turn), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -8,12 +8,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Request, Response
 from pydantic import ConfigDict, Field
 
-from reference_server.auth import require_superadmin
+from reference_server.auth import Authenticated, require_superadmin
 from reference_server.errors import ApiError
 
 from .access import RESOURCE_PATH, AccessControl, Ace
 from .bodies import StrictBody
-from .common import Authenticated, services_of
+from .common import services_of
 
 router = APIRouter(prefix="/v3/access")
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import Request
 
-from fastapi import Depends, Request
-
-from reference_server.auth import Caller, authenticated
+from reference_server.auth import Caller
 from reference_server.errors import ApiError
 
 from .access import AccessControl, project_path
-
-Authenticated = Annotated[Caller, Depends(authenticated)]
 
 
 def services_of(request: Request):

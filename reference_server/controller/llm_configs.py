@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from reference_server.auth import Caller, require_superadmin
+from reference_server.auth import Authenticated, Caller, require_superadmin
 from reference_server.errors import ApiError, from_pydantic
 
 from .bodies import StrictBody
-from .common import Authenticated, services_of
+from .common import services_of
 
 router = APIRouter(prefix="/v3")
 

@@ -9,13 +9,13 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
 from reference_server.agent.tools import write_default_topology
-from reference_server.auth import Caller
+from reference_server.auth import Authenticated, Caller
 from reference_server.errors import ApiError
 
 from .access import AccessControl
-from .roles import CHAT_PRIVILEGE
 from .bodies import StrictBody
-from .common import Authenticated, require_project_privilege, services_of
+from .common import require_project_privilege, services_of
+from .roles import CHAT_PRIVILEGE
 from .store import Conflict, Project
 
 router = APIRouter(prefix="/v3")

@@ -31,9 +31,9 @@ from reference_server.channels.openai_responses import (
     response_id,
     responses_request,
 )
-from reference_server.channels.turns import TurnRequest
 from reference_server.errors import ApiError
 from reference_server.settings import Settings
+from reference_server.turns.core import TurnRequest
 from tests.conftest import ROOT
 from tests.reference_server.conftest import in_process_lab
 

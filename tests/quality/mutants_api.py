@@ -316,7 +316,7 @@ def _session_id_not_a_uuid() -> None:
     import itertools
     from types import SimpleNamespace
 
-    import reference_server.channels.turns as turns  # where every channel's new session gets its id
+    import reference_server.turns.core as turns  # where every channel's new session gets its id
 
     numbers = itertools.count(1)
     turns.uuid = SimpleNamespace(uuid4=lambda: f"session-{next(numbers)}")

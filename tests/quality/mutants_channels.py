@@ -46,7 +46,8 @@ def _after(cls: type, name: str, change) -> None:
 
 
 def _translators() -> list[Any]:
-    from reference_server.channels import ag_ui, openai_chat, openai_responses, sse, ui_stream
+    from reference_server.channels import ag_ui, openai_chat, openai_responses, ui_stream
+    from reference_server.turns import sse
 
     return [sse, openai_chat, openai_responses, ui_stream, ag_ui]
 
@@ -101,7 +102,7 @@ def _openai_no_done() -> None:
 )
 def _openai_two_finish_chunks() -> None:
     from reference_server.channels.openai_chat import ChatCompletionStream
-    from reference_server.channels.sse import data_frame
+    from reference_server.turns.sse import data_frame
 
     def change(self, text, batch):
         if any(event["type"] == "done" for event in batch):
@@ -120,7 +121,7 @@ def _openai_two_finish_chunks() -> None:
 )
 def _openai_first_delta_without_role() -> None:
     from reference_server.channels.openai_chat import ChatCompletionStream
-    from reference_server.channels.sse import data_frame
+    from reference_server.turns.sse import data_frame
 
     ChatCompletionStream.opening = lambda self: data_frame(self.chunk({"content": ""}))
 
@@ -151,7 +152,7 @@ def _openai_usage_off_by_one() -> None:
 )
 def _openai_error_then_finish() -> None:
     from reference_server.channels.openai_chat import ChatCompletionStream
-    from reference_server.channels.sse import DONE_FRAME, data_frame
+    from reference_server.turns.sse import DONE_FRAME, data_frame
 
     def change(self, text, batch):
         if any(event["type"] == "error" for event in batch):
@@ -425,7 +426,7 @@ def _ui_chat_id_ignored() -> None:
 @mutant("agui-crlf-framing", "the AG-UI frames end their lines with CRLF", {"AGUI-002"}, only=(AG_UI,))
 def _agui_crlf_framing() -> None:
     import reference_server.channels.ag_ui as ag_ui
-    from reference_server.channels.sse import data_frame
+    from reference_server.turns.sse import data_frame
 
     ag_ui.data_frame = lambda payload: data_frame(payload).replace("\n", "\r\n")
 
@@ -433,7 +434,7 @@ def _agui_crlf_framing() -> None:
 @mutant("agui-done-frame", "the AG-UI run ends with an OpenAI-style `data: [DONE]` frame", {"AGUI-002"}, only=(AG_UI,))
 def _agui_done_frame() -> None:
     from reference_server.channels.ag_ui import AgUiStream
-    from reference_server.channels.sse import DONE_FRAME
+    from reference_server.turns.sse import DONE_FRAME
 
     def change(_self, text, batch):
         return text + DONE_FRAME if any(event["type"] == "done" for event in batch) else text
@@ -536,7 +537,7 @@ _IN_CHANNEL_ROUTE: ContextVar[bool] = ContextVar("in_channel_route", default=Fal
 def _on_channel_turns(started=None) -> None:
     """Wrap the start of every channel turn (never a GNS3 stream turn): `_IN_CHANNEL_ROUTE` is true while it starts,
     and `started(channel_turn)` is called once it did."""
-    import reference_server.channels.turns as turns
+    import reference_server.turns.core as turns
 
     original = turns.start_channel_turn
 
@@ -599,7 +600,7 @@ class _NoLockService:
     only=(ACROSS,),
 )
 def _channel_no_busy_lock() -> None:
-    import reference_server.channels.turns as turns
+    import reference_server.turns.core as turns
 
     original = turns.opened_project
 
@@ -671,7 +672,7 @@ def _channel_disconnect_leaves_busy() -> None:
 
     async def finish_turn(self, turn):
         await original(self, turn)
-        if id(turn) in channel_turns and turn.stop_reason == "client disconnected":  # channels/turns.py
+        if id(turn) in channel_turns and turn.stop_reason == "client disconnected":  # turns/core.py
             self.running[turn.session_id] = None  # reserved, and never released
         channel_turns.discard(id(turn))
 
@@ -691,7 +692,7 @@ LATE_END_SECONDS = 7.0  # past CHANNEL-009's 5 s
 def _channel_abort_ends_late() -> None:
     from fastapi.responses import StreamingResponse
 
-    import reference_server.channels.sse as sse
+    import reference_server.turns.sse as sse
 
     def stream_response(channel_turn, translator, headers):
         async def frames():
@@ -722,11 +723,14 @@ def _channel_abort_ends_late() -> None:
     only=(SHARED, ACROSS),
 )
 def _channel_refusals_in_openai_envelope() -> None:
+    from reference_server.channels import routes
     from reference_server.channels.openai_common import render_openai_error
-    from reference_server.errors import register_error_shape
 
-    register_error_shape("/chat/ui", render_openai_error)
-    register_error_shape("/chat/ag-ui", render_openai_error)
+    routes.ERROR_SHAPES = (
+        *routes.ERROR_SHAPES,
+        ("/chat/ui", render_openai_error),
+        ("/chat/ag-ui", render_openai_error),
+    )
 
 
 # --- Not caught yet (SUITE_GAPS) -------------------------------------------------------------------------------

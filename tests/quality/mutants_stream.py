@@ -187,7 +187,7 @@ def _frames(render) -> None:
     import json
 
     import reference_server.chat.routes as routes
-    from reference_server.channels.turns import contract_events
+    from reference_server.turns.core import contract_events
 
     def sse_frames(channel_turn):
         async def rewritten():

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from fastapi.responses import StreamingResponse
 
-from .turns import ChannelTurn, contract_events, session_header
+from .core import ChannelTurn, contract_events, session_header
 
 NO_BUFFERING = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 HEARTBEAT_FRAME = ": heartbeat\n\n"  # an SSE comment: every protocol's real client skips it, none sees a message
