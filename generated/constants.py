@@ -49,8 +49,8 @@ CHANNEL_PATHS: Final[Mapping[str, str]] = MappingProxyType({
 # (spec/constants.yaml)
 OPENAI_MODEL_ID: Final = "gns3-copilot"
 
-# OPENAI-004: The OpenAI error `type` each status gives on the OpenAI channel (spec/channels/openai-error.json).
-# (spec/constants.yaml)
+# OPENAI-004: The OpenAI error `type` each 4xx status gives on the OpenAI channel, by status.
+# (spec/channels/openai-error.json#/properties/error/properties/type/x-type-by-status)
 OPENAI_ERROR_TYPES: Final[Mapping[int, str]] = MappingProxyType({
     400: "invalid_request_error",
     401: "authentication_error",
@@ -64,5 +64,13 @@ OPENAI_ERROR_TYPES: Final[Mapping[int, str]] = MappingProxyType({
 })
 
 # OPENAI-004: The OpenAI error `type` of every 5xx status on the OpenAI channel.
-# (spec/constants.yaml)
+# (spec/channels/openai-error.json#/properties/error/properties/type/x-type-of-5xx)
 OPENAI_SERVER_ERROR_TYPE: Final = "server_error"
+
+# SESSION-003: The longest session id, in characters (in a body or a path).
+# (spec/schemas/session-id.json#/maxLength)
+SESSION_ID_MAX_LENGTH: Final = 128
+
+# SESSION-003: The characters of a session id, as a regular expression (its length bounded by SESSION_ID_MAX_LENGTH).
+# (spec/schemas/session-id.json#/pattern)
+SESSION_ID_PATTERN: Final = "^[A-Za-z0-9._:-]+$"

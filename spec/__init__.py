@@ -216,9 +216,16 @@ def resolve_pointer(at: str) -> Any:
     return node
 
 
+def _integer_keys(value: Any) -> Any:
+    """A mapping whose keys are all decimal numbers (HTTP statuses: JSON writes them as strings) with integer keys."""
+    if isinstance(value, dict) and value and all(isinstance(k, int) or str(k).isdecimal() for k in value):
+        return {int(k): v for k, v in value.items()}
+    return value
+
+
 def constant_values() -> dict[str, Any]:
     """Each constant's value: its own `value`, or what its `at` points to in its home."""
     return {
-        name: entry["value"] if "value" in entry else resolve_pointer(entry["at"])
+        name: _integer_keys(entry["value"] if "value" in entry else resolve_pointer(entry["at"]))
         for name, entry in load_constants().items()
     }

@@ -29,11 +29,18 @@ def test_each_constant_cites_a_live_requirement_whose_text_says_its_value(name: 
     assert requirement is not None and "retired" not in requirement, CONSTANTS[name]["requirement"]
     value = spec.constant_values()[name]
     said = [*value.values(), *(k for k in value if isinstance(k, int))] if isinstance(value, dict) else [value]
+    said = [_class_of(item) if isinstance(item, str) else item for item in said]  # a pattern: the text says its class
     words = set(re.findall(r"[\w./{}:-]+", requirement["text"].replace("`", " ")))
     for item in said:
         assert str(item) in requirement["text"], f"{name}: {item!r} is not in {requirement['id']}'s text"
         if isinstance(item, int):
             assert any(re.fullmatch(rf"\D*{item}\D*", w) for w in words), f"{name}: {item} not a number of the text"
+
+
+def _class_of(value: str) -> str:
+    """What a requirement's text says of a pattern `^[...]+$`: its character class."""
+    match = re.fullmatch(r"\^(\[[^\]]+\])\+\$", value)
+    return match[1] if match else value
 
 
 def test_the_generated_module_holds_every_constant_and_nothing_else():
@@ -76,10 +83,23 @@ def test_channel_paths_are_the_channel_operations_of_openapi():
 
 
 def test_openai_error_types_are_the_error_body_types():
+    """The table is an extension of the error body's `type`, beside its enum, keyed by status (integers)."""
     body = spec.load_document(spec.CHANNELS_DIR / "openai-error.json")
-    allowed = set(body["properties"]["error"]["properties"]["type"]["enum"])
-    assert {*generated.OPENAI_ERROR_TYPES.values(), generated.OPENAI_SERVER_ERROR_TYPE} == allowed
-    assert all(400 <= status < 500 for status in generated.OPENAI_ERROR_TYPES)
+    kind = body["properties"]["error"]["properties"]["type"]
+    assert (
+        CONSTANTS["OPENAI_ERROR_TYPES"]["at"]
+        == "channels/openai-error.json#/properties/error/properties/type/x-type-by-status"
+    )
+    assert dict(generated.OPENAI_ERROR_TYPES) == {int(status): t for status, t in kind["x-type-by-status"].items()}
+    assert generated.OPENAI_SERVER_ERROR_TYPE == kind["x-type-of-5xx"]
+    assert {*generated.OPENAI_ERROR_TYPES.values(), generated.OPENAI_SERVER_ERROR_TYPE} == set(kind["enum"])
+    assert all(isinstance(status, int) and 400 <= status < 500 for status in generated.OPENAI_ERROR_TYPES)
+
+
+def test_only_decimal_keys_become_integers():
+    assert spec._integer_keys({"400": "a", "5": "b"}) == {400: "a", 5: "b"}
+    assert spec._integer_keys({"openai": "/x", "5": "b"}) == {"openai": "/x", "5": "b"}
+    assert spec._integer_keys("400") == "400" and spec._integer_keys({}) == {}
 
 
 def test_session_id_has_its_own_schema_and_model():
@@ -90,5 +110,6 @@ def test_session_id_has_its_own_schema_and_model():
     for bad in ("", "a b", "x" * (schema["maxLength"] + 1), "é"):
         with pytest.raises(ValidationError):
             SessionId.model_validate(bad)
+    assert (generated.SESSION_ID_MAX_LENGTH, generated.SESSION_ID_PATTERN) == (schema["maxLength"], schema["pattern"])
     openapi = spec.load_document(spec.OPENAPI_PATH)
     assert openapi["components"]["parameters"]["SessionId"]["schema"] == {"$ref": "schemas/session-id.json"}
