@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from peers import get_peer
 from reference_server.agent.graph import LLM_NODE
 from tools import channel_requests
@@ -58,7 +59,7 @@ GNS3 = Protocol("GNS3 stream", channel_requests.gns3, "", None, "`content` event
 OPENAI_CHAT = Protocol(
     "OpenAI chat",
     channel_requests.openai_chat,
-    "/openai/v1",
+    CHANNEL_PATHS["openai"],
     "openai",
     "chunks with a non-empty `choices[].delta.content`",
     b"content",
@@ -67,17 +68,25 @@ OPENAI_CHAT = Protocol(
 OPENAI_RESPONSES = Protocol(
     "OpenAI responses",
     channel_requests.openai_responses,
-    "/openai/v1",
+    CHANNEL_PATHS["openai"],
     "openai",
     "`response.output_text.delta` events",
     b"response.output_text.delta",
     _typed("response.output_text.delta"),
 )
-UI = Protocol("UI stream", channel_requests.ui, "/ui", "ui", "`text-delta` parts", b"text-delta", _typed("text-delta"))
+UI = Protocol(
+    "UI stream",
+    channel_requests.ui,
+    CHANNEL_PATHS["ui"],
+    "ui",
+    "`text-delta` parts",
+    b"text-delta",
+    _typed("text-delta"),
+)
 AG_UI = Protocol(
     "AG-UI",
     channel_requests.ag_ui,
-    "/ag-ui",
+    CHANNEL_PATHS["ag_ui"],
     "ag_ui",
     "`TEXT_MESSAGE_CONTENT` events",
     b"TEXT_MESSAGE_CONTENT",

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from gns3_copilot_generated.constants import OPENAI_MODEL_ID
+from gns3_copilot_generated.constants import CHANNEL_PATHS, OPENAI_MODEL_ID
 
 MODEL = OPENAI_MODEL_ID  # the model id GET {prefix}/openai/v1/models lists (OPENAI-007)
 
@@ -15,7 +15,7 @@ Request = tuple[str, dict[str, Any]]  # (path under the chat prefix, JSON body)
 
 
 def openai_chat(session_id: str, message: str) -> Request:
-    return "/openai/v1/chat/completions", {
+    return CHANNEL_PATHS["openai"] + "/chat/completions", {
         "model": MODEL,
         "messages": [{"role": "user", "content": message}],
         "stream": True,
@@ -25,7 +25,7 @@ def openai_chat(session_id: str, message: str) -> Request:
 
 
 def openai_responses(session_id: str, message: str) -> Request:
-    return "/openai/v1/responses", {
+    return CHANNEL_PATHS["openai"] + "/responses", {
         "model": MODEL,
         "input": message,
         "stream": True,
@@ -36,14 +36,14 @@ def openai_responses(session_id: str, message: str) -> Request:
 def ui(session_id: str, message: str) -> Request:
     """DefaultChatTransport's body: the chat id is the session id (UI-001)."""
     user = {"id": uuid.uuid4().hex, "role": "user", "parts": [{"type": "text", "text": message}]}
-    return "/ui", {"id": session_id, "messages": [user], "trigger": "submit-message"}
+    return CHANNEL_PATHS["ui"], {"id": session_id, "messages": [user], "trigger": "submit-message"}
 
 
 def ag_ui(session_id: str, message: str) -> Request:
     """HttpAgent's RunAgentInput: the thread id is the session id (AGUI-001)."""
     user = {"id": uuid.uuid4().hex, "role": "user", "content": message}
     body = {"threadId": session_id, "runId": uuid.uuid4().hex, "messages": [user]}
-    return "/ag-ui", {**body, "tools": [], "context": [], "state": {}, "forwardedProps": {}}
+    return CHANNEL_PATHS["ag_ui"], {**body, "tools": [], "context": [], "state": {}, "forwardedProps": {}}
 
 
 def gns3(session_id: str, message: str) -> Request:

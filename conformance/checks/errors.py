@@ -27,7 +27,7 @@ from conformance.checks.support import call_operation, error_code, setup_turn
 from conformance.rules.operations import chat_endpoints, operation
 from conformance.rules.responses import response_violations
 from conformance.transport.exchanges import Exchange, json_or_none
-from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
+from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH, SESSION_ID_MAX_LENGTH
 
 
 def _error_body_problems(exchange: Exchange) -> list[str]:
@@ -113,7 +113,10 @@ async def body(ctx: CheckContext) -> None:
         )
         if endpoint.names_session:
             exchanges.append(("an unknown session", await call_operation(ctx, endpoint, missing)))
-            exchanges.append(("a session id of 129 characters", await call_operation(ctx, endpoint, "s" * 129)))
+            too_long = "s" * (SESSION_ID_MAX_LENGTH + 1)
+            exchanges.append(
+                (f"a session id of {len(too_long)} characters", await call_operation(ctx, endpoint, too_long))
+            )
     stream, rename = operation("streamChat"), operation("renameSession")
     exchanges += [
         ("an empty object as the body", await call_operation(ctx, stream, session, json_body={})),

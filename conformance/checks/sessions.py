@@ -22,6 +22,7 @@ from conformance.checks.support import (
 )
 from conformance.rules.operations import session_endpoints
 from conformance.transport.exchanges import json_or_none
+from gns3_copilot_generated.constants import SESSION_ID_MAX_LENGTH
 
 UUID_PATTERN = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -123,12 +124,16 @@ async def create_with_id(ctx: CheckContext) -> None:
 INVALID_BODY_IDS: list[tuple[str, Any]] = [
     ("empty", ""),
     ("a space", "has space"),
-    ("129 characters", "x" * 129),
+    (f"{SESSION_ID_MAX_LENGTH + 1} characters", "x" * (SESSION_ID_MAX_LENGTH + 1)),
     ("a slash", "a/b"),
     ("a non-ASCII letter", "é"),
     ("a number", 12345),
 ]
-INVALID_PATH_IDS = [("'bad id!' (URL-encoded)", "bad%20id%21"), ("129 characters", "y" * 129), ("'é'", "%C3%A9")]
+INVALID_PATH_IDS = [
+    ("'bad id!' (URL-encoded)", "bad%20id%21"),
+    (f"{SESSION_ID_MAX_LENGTH + 1} characters", "y" * (SESSION_ID_MAX_LENGTH + 1)),
+    ("'é'", "%C3%A9"),
+]
 
 
 @check("sessions.id_validation")
@@ -152,14 +157,14 @@ async def id_validation(ctx: CheckContext) -> None:
             )
     # The longest valid id, with every kind of allowed character, is accepted.
     prefix = ctx.session_id("Az09._:-")
-    longest = prefix + "x" * (128 - len(prefix))
+    longest = prefix + "x" * (SESSION_ID_MAX_LENGTH - len(prefix))
     result = await ctx.client.stream({"message": ctx.message("cs-plain"), "session_id": longest})
     await require_served(
         ctx,
         result.status == 200 and result.completed and "error" not in result.types and result.session_id == longest,
         result,
         "SESSION-003",
-        f"a valid 128-character session id was refused or changed: status {result.status}, events "
+        f"a valid {SESSION_ID_MAX_LENGTH}-character session id was refused or changed: status {result.status}, events "
         f"{result.types[-3:]}, session id {result.session_id!r}",
         stop=False,
     )
@@ -217,7 +222,7 @@ async def rename(ctx: CheckContext) -> None:
 @check("sessions.never_created")
 async def never_created(ctx: CheckContext) -> None:
     # Valid ids no one ever used: one of the suite's own shape, and the longest an id may be.
-    for session_id in (ctx.session_id("never"), "n" * 128):
+    for session_id in (ctx.session_id("never"), "n" * SESSION_ID_MAX_LENGTH):
         for endpoint in session_endpoints(ctx.target.capabilities):
             exchange = await call_operation(ctx, endpoint, session_id)
             ctx.findings.expect(

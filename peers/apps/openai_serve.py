@@ -19,6 +19,7 @@ from langgraph_openai_serve import GraphConfig, GraphRegistry, LanggraphOpenaiSe
 
 from fake_llm.request_log import RequestLog
 from fake_llm.scripts import ScriptLibrary
+from gns3_copilot_generated.constants import OPENAI_MODEL_ID
 from reference_server.agent.context import set_request_context
 from reference_server.agent.graph import build_graph
 from reference_server.agent.llm_factory import ChatModelFactory
@@ -26,7 +27,7 @@ from reference_server.agent.tools import make_tools
 
 from . import arguments, llm_settings, serve
 
-MODEL = "gns3-copilot"
+MODEL = OPENAI_MODEL_ID  # the model id our channel lists (OPENAI-007), so that one request serves both
 PREFIX = "/v1"
 
 

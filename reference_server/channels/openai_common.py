@@ -24,7 +24,7 @@ _ERROR_TYPES = OPENAI_ERROR_TYPES
 
 
 def error_type(status: int) -> str:
-    return _ERROR_TYPES.get(status, OPENAI_SERVER_ERROR_TYPE if status >= 500 else "invalid_request_error")
+    return _ERROR_TYPES.get(status, OPENAI_SERVER_ERROR_TYPE if status >= 500 else _ERROR_TYPES[400])
 
 
 def render_openai_error(error: ApiError) -> dict[str, Any]:

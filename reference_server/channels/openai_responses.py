@@ -19,7 +19,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from gns3_copilot_generated.constants import CHANNEL_PATHS
+from gns3_copilot_generated.constants import CHANNEL_PATHS, SESSION_ID_MAX_LENGTH, SESSION_ID_PATTERN
 from reference_server.agent.service import AgentService
 from reference_server.auth import Authenticated, Caller
 from reference_server.chat.preconditions import json_value, opened_project
@@ -46,8 +46,8 @@ from .openai_turn import Usage, error_object, failure_of, usage_of
 RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}
 RESPONSE_MEMBERS |= {"store", "user", "tools", "tool_choice"}
 INPUT_PART_TYPES = ("input_text", "output_text", "text")
-_RESPONSE_ID = re.compile(r"resp_(?P<session>(?:[0-9a-f]{2}){1,128})_(?P<turn>[0-9a-f]{32})")
-_SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # SESSION-003
+_RESPONSE_ID = re.compile(rf"resp_(?P<session>(?:[0-9a-f]{{2}}){{1,{SESSION_ID_MAX_LENGTH}}})_(?P<turn>[0-9a-f]{{32}})")
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)  # SESSION-003, with its length
 
 
 def response_id(session_id: str, user_message_id: str) -> str:
@@ -67,7 +67,7 @@ def previous_response(value: Any) -> PreviousResponse:
     if match is None:
         raise previous_response_not_found(value)
     session_id = bytes.fromhex(match["session"]).decode("latin-1")
-    if not _SESSION_ID.fullmatch(session_id):
+    if len(session_id) > SESSION_ID_MAX_LENGTH or not _SESSION_ID.fullmatch(session_id):
         raise previous_response_not_found(value)
     return PreviousResponse(session_id, str(uuid.UUID(match["turn"])))
 
