@@ -14,6 +14,7 @@ import pytest
 
 from conformance.harness.machine_load import stretched
 from conformance.rules.official import errors
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.channels.ag_ui import AgUiStream
 from reference_server.channels.ui_stream import TurnOutcome
 from tools.channel_requests import ag_ui
@@ -22,6 +23,7 @@ from .conftest import LiveLab
 from .node_clients import ag_ui_run
 from .test_ui import DONE, TOOL_TURN, call, text, tool_end
 
+CHANNEL = CHANNEL_PATHS["ag_ui"]  # the channel under the chat prefix (CHANNEL-001)
 USAGE = TurnOutcome(300, 25)
 USER = {"id": "u1", "role": "user", "content": "the topology?"}
 
@@ -155,7 +157,7 @@ def test_errors_aborts_parallel_and_cut_calls_end_the_run_with_everything_closed
 
 
 def post(live: LiveLab, body: dict, token: str | None = None) -> httpx.Response:
-    return live.client.post(live.url("/ag-ui"), json=body, headers={"Authorization": f"Bearer {token or live.token}"})
+    return live.client.post(live.url(CHANNEL), json=body, headers={"Authorization": f"Bearer {token or live.token}"})
 
 
 def tokens(live: LiveLab, session_id: str) -> tuple[int, int]:
@@ -175,7 +177,7 @@ def test_http_agent_runs_live_tool_turns_and_the_usage_is_the_sessions_increase(
         "role": "user",
         "content": [{"type": "text", "text": "again [[fake-llm:tool-round-trip]]"}],
     }
-    base = {"url": live.url("/ag-ui"), "headers": live.headers, "threadId": thread}
+    base = {"url": live.url(CHANNEL), "headers": live.headers, "threadId": thread}
     first, second = ag_ui_run(
         [
             {**base, "runId": "run-1", "messages": [first_user], "forwardedProps": {"temperature": 0.5}},
@@ -219,7 +221,7 @@ def test_a_busy_thread_is_refused_then_an_abort_finishes_the_run_as_cancelled(li
     thread = f"agui-slow-{uuid.uuid4().hex[:8]}"
     _, body = ag_ui(thread, "wait [[fake-llm:slow]]")
     received = ""
-    with live.client.stream("POST", live.url("/ag-ui"), json=body, headers=live.headers) as running:
+    with live.client.stream("POST", live.url(CHANNEL), json=body, headers=live.headers) as running:
         assert running.status_code == 200 and running.headers["x-copilot-session-id"] == thread
         chunks = running.iter_text()
         received += next(chunks)
@@ -244,7 +246,7 @@ def test_a_busy_thread_is_refused_then_an_abort_finishes_the_run_as_cancelled(li
 def test_an_llm_error_ends_the_run_with_run_error(live: LiveLab):
     thread = f"agui-err-{uuid.uuid4().hex[:8]}"
     result = ag_ui_run(
-        [{"url": live.url("/ag-ui"), "headers": live.headers, "threadId": thread, "messages": [
+        [{"url": live.url(CHANNEL), "headers": live.headers, "threadId": thread, "messages": [
             {"id": "u1", "role": "user", "content": "fail [[fake-llm:llm-error]]"}
         ]}]
     )[0]  # fmt: skip
@@ -277,5 +279,5 @@ def test_refusals(live: LiveLab):
     assert code(post(live, {**body, "threadId": "not a session id"})) == (422, "validation_error")
     assert thread not in live.sessions()
     # The official client sees the refusal as a failed run with the status and the contract's body.
-    refused = ag_ui_run([{"url": live.url("/ag-ui"), "headers": live.headers, "threadId": thread, "tools": [tool]}])[0]
+    refused = ag_ui_run([{"url": live.url(CHANNEL), "headers": live.headers, "threadId": thread, "tools": [tool]}])[0]
     assert not refused["ok"] and refused["status"] == 422, refused["error"]

@@ -16,6 +16,7 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 
 import gns3_copilot_spec as spec
 from conformance.rules.official import errors
+from gns3_copilot_generated.constants import OPENAI_MODEL_ID
 from tests.readme import readme_command
 
 from .node_clients import ag_ui_run, ui_read
@@ -73,7 +74,7 @@ def test_openai_chat_examples(scenario: str):
     # The real client over the recorded body: its stream, assembled by its own stream state.
     client = replaying(body)
     state = ChatCompletionStreamState()
-    stream = client.chat.completions.create(model="gns3-copilot", messages=[], stream=True)
+    stream = client.chat.completions.create(model=OPENAI_MODEL_ID, messages=[], stream=True)
     if scenario in FAILING:
         with pytest.raises(openai.APIError) as raised:
             for chunk in stream:
@@ -98,7 +99,7 @@ def test_openai_responses_examples(scenario: str):
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert events[-1]["type"] == ("response.failed" if scenario in FAILING else "response.completed")
     client = replaying(body)
-    with client.responses.stream(model="gns3-copilot", input="recorded") as stream:
+    with client.responses.stream(model=OPENAI_MODEL_ID, input="recorded") as stream:
         if scenario in FAILING:
             with pytest.raises(RuntimeError):  # the client's own verdict: no response.completed
                 stream.get_final_response()

@@ -21,7 +21,13 @@ from pydantic import TypeAdapter
 
 from conformance.harness.machine_load import stretched
 from conformance.rules.official import errors
-from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_SERVER_ERROR_TYPE
+from gns3_copilot_generated.constants import (
+    CHANNEL_PATHS,
+    OPENAI_ERROR_TYPES,
+    OPENAI_MODEL_ID,
+    OPENAI_SERVER_ERROR_TYPE,
+    SESSION_ID_MAX_LENGTH,
+)
 from reference_server.channels.openai_chat import ChatCompletionStream, chat_request, completion_object
 from reference_server.channels.openai_common import render_openai_error
 from reference_server.channels.openai_responses import (
@@ -39,12 +45,12 @@ from tests.reference_server.conftest import in_process_lab
 
 from .conftest import LiveLab, content_of
 
-MODEL = "gns3-copilot"
+MODEL = OPENAI_MODEL_ID
 
 
 def client_for(live: LiveLab, token: str | None = None) -> openai.OpenAI:
     # max_retries=0: a refusal is judged as it came, never re-sent (the client retries 409 and 5xx by default)
-    return openai.OpenAI(base_url=live.url("/openai/v1"), api_key=token or live.token, max_retries=0)
+    return openai.OpenAI(base_url=live.url(CHANNEL_PATHS["openai"]), api_key=token or live.token, max_retries=0)
 
 
 def ask(text: str) -> list[dict[str, Any]]:
@@ -143,7 +149,9 @@ def test_an_in_stream_error_is_an_error_frame_then_done_without_a_finish_chunk()
     )
     assert sent[-1] == "data: [DONE]" and sent.count("data: [DONE]") == 1  # nothing after [DONE], not even the done
     body = json.loads(sent[-2][6:])
-    assert body == {"error": {"message": "LLM unreachable", "type": "server_error", "param": None, "code": "llm_error"}}
+    assert body == {
+        "error": {"message": "LLM unreachable", "type": OPENAI_SERVER_ERROR_TYPE, "param": None, "code": "llm_error"}
+    }
     assert list(ERROR_BODY.iter_errors(body)) == []
     chunks = [c for c in chunks_of(sent) if "error" not in c]
     assert all(valid_chunk(c) for c in chunks) and all(c["choices"][0]["finish_reason"] is None for c in chunks)
@@ -224,7 +232,9 @@ def test_a_failed_response_ends_with_response_failed_and_its_message():
 
 
 @pytest.mark.covers("OPENAI-005")
-@pytest.mark.parametrize("session_id", ["a", "0b0c2a5e-4a8e-4e55-9f0e-6a3f61f3d7a1", "lab:1.x_y-z", "Z" * 128])
+@pytest.mark.parametrize(
+    "session_id", ["a", "0b0c2a5e-4a8e-4e55-9f0e-6a3f61f3d7a1", "lab:1.x_y-z", "Z" * SESSION_ID_MAX_LENGTH]
+)
 def test_a_response_id_names_its_session_and_turn(session_id: str):
     turn = str(uuid.uuid4())
     made = response_id(session_id, turn)
@@ -244,7 +254,7 @@ TURN_HEX = "0123456789abcdef0123456789abcdef"  # fixed: parameter values are tes
         f"resp_{'zz'}_{TURN_HEX}",
         f"resp_{b'bad id!'.hex()}_{TURN_HEX}",  # decodes to a session id SESSION-003 refuses
         f"resp_{'ff'}_{TURN_HEX}",  # not text
-        f"resp_{('a' * 129).encode().hex()}_{TURN_HEX}",
+        f"resp_{('a' * (SESSION_ID_MAX_LENGTH + 1)).encode().hex()}_{TURN_HEX}",
         f"resp_{b'a'.hex()}_{TURN_HEX.upper()}",
         f"chatcmpl-{TURN_HEX}",
         42,
@@ -262,7 +272,7 @@ def user(text: Any) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
-CHAT = {"model": "gns3-copilot", "messages": [user("hi")]}
+CHAT = {"model": MODEL, "messages": [user("hi")]}
 
 
 def refusal(read, body: Any) -> tuple[int, str, str | None]:
@@ -348,7 +358,7 @@ def test_a_chat_request_becomes_a_turn_request():
     assert (only.session_id, only.carries_history, only.instructions, options.stream) == (None, False, None, False)
 
 
-RESPONSES = {"model": "gns3-copilot", "input": "hi"}
+RESPONSES = {"model": MODEL, "input": "hi"}
 A_RESPONSE = response_id("s-1", str(uuid.uuid4()))
 
 
@@ -514,62 +524,67 @@ def test_every_refusal_is_the_clients_own_exception_with_the_contracts_code(live
             lambda: client_for(live, "bad").chat.completions.create(model=MODEL, messages=ask("x")),
             openai.AuthenticationError,
             "unauthorized",
-            "authentication_error",
+            OPENAI_ERROR_TYPES[401],
         ),
-        (lambda: chat(model="gpt-4o", messages=ask("x")), openai.NotFoundError, "model_not_found", "not_found_error"),
+        (
+            lambda: chat(model="gpt-4o", messages=ask("x")),
+            openai.NotFoundError,
+            "model_not_found",
+            OPENAI_ERROR_TYPES[404],
+        ),
         (
             lambda: other.chat.completions.create(model=MODEL, messages=ask("x"), metadata={"session_id": owned}),
             openai.NotFoundError,
             "session_not_found",
-            "not_found_error",
+            OPENAI_ERROR_TYPES[404],
         ),
         (
             lambda: chat(model=MODEL, messages=ask("x"), tools=[{"type": "function", "function": {"name": "f"}}]),
             openai.UnprocessableEntityError,
             "client_tools_not_supported",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
         (
             lambda: chat(model=MODEL, messages=ask("x"), response_format={"type": "json_object"}),
             openai.UnprocessableEntityError,
             "unsupported_field",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
         (
             lambda: chat(model=MODEL, messages=[*ask("a"), {"role": "assistant", "content": "b"}, *ask("c")]),
             openai.UnprocessableEntityError,
             "unknown_conversation",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
         (
             lambda: chat(model=MODEL, messages=[{"role": "assistant", "content": "b"}]),
             openai.UnprocessableEntityError,
             "validation_error",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
         (
             lambda: chat(model=MODEL, messages=ask(""), temperature=1),
             openai.UnprocessableEntityError,
             "validation_error",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
         (
             lambda: chat(model=MODEL, messages=ask("x"), temperature=2.5),
             openai.UnprocessableEntityError,
             "validation_error",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
         (
             lambda: client.responses.create(model=MODEL, input="x", previous_response_id="resp_nope"),
             openai.NotFoundError,
             "previous_response_not_found",
-            "not_found_error",
+            OPENAI_ERROR_TYPES[404],
         ),
         (
             lambda: client.responses.create(model=MODEL, input="x", store=True),
             openai.UnprocessableEntityError,
             "unsupported_field",
-            "invalid_request_error",
+            OPENAI_ERROR_TYPES[422],
         ),
     ]
     before = live.sessions()
@@ -590,7 +605,7 @@ def test_busy_heartbeat_and_abort(live: LiveLab):
         "metadata": {"session_id": session_id},
     }
     with live.client.stream(
-        "POST", live.url("/openai/v1/chat/completions"), json=body, headers=live.headers
+        "POST", live.url(CHANNEL_PATHS["openai"] + "/chat/completions"), json=body, headers=live.headers
     ) as running:
         assert running.status_code == 200
         lines = running.iter_lines()
@@ -619,7 +634,7 @@ def test_llm_errors_in_stream_and_after_the_fact(live: LiveLab):
             pass
     assert raised.value.code == "llm_error"
     # The client's default retries (5xx twice): the answer says not to re-send the turn, which ran and is kept.
-    retrying = openai.OpenAI(base_url=live.url("/openai/v1"), api_key=live.token)
+    retrying = openai.OpenAI(base_url=live.url(CHANNEL_PATHS["openai"]), api_key=live.token)
     session_id = f"openai-failed-{uuid.uuid4().hex[:8]}"
     failed = refused(
         lambda: retrying.chat.completions.create(
@@ -641,7 +656,7 @@ def test_llm_errors_in_stream_and_after_the_fact(live: LiveLab):
 async def test_instructions_and_temperature_reach_the_llm_for_that_turn_only(tmp_path):
     async with in_process_lab(Settings(data_dir=tmp_path / "data")) as lab:
         log = lab.app.state.services.fake_llm_log
-        url = f"{lab.prefix()}/openai/v1"
+        url = lab.prefix() + CHANNEL_PATHS["openai"]
         chat = {"model": MODEL, "temperature": 0.3, "metadata": {"session_id": "instructed"}}
         chat["messages"] = [
             {"role": "developer", "content": "Answer in French."},

@@ -14,6 +14,7 @@ import pytest
 
 from conformance.harness.machine_load import stretched
 from conformance.rules.official import errors
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.channels.ui_messages import history_to_ui_messages
 from reference_server.channels.ui_stream import TurnOutcome, UiMessageStream
 from tools.channel_requests import ui
@@ -22,6 +23,7 @@ from .conftest import LiveLab
 from .node_clients import ui_chat, ui_read, ui_validate
 
 S = "ui-unit"
+UI_PATH = CHANNEL_PATHS["ui"]  # the channel under the chat prefix (CHANNEL-001)
 ARGS = '{"detail":"summary"}'
 
 
@@ -244,7 +246,7 @@ def test_history_is_grouped_into_ui_messages_with_the_history_ids():
 
 def post_ui(live: LiveLab, body: dict, token: str | None = None) -> httpx.Response:
     headers = {"Authorization": f"Bearer {token or live.token}"}
-    return live.client.post(live.url("/ui"), json=body, headers=headers)
+    return live.client.post(live.url(UI_PATH), json=body, headers=headers)
 
 
 def tokens(live: LiveLab, session_id: str) -> tuple[int, int]:
@@ -275,7 +277,7 @@ def test_ai_reads_a_live_tool_turn_and_its_usage_is_the_sessions_increase(live: 
     # The same session continued over a socket by the `ai` reader itself (fetch, then readUIMessageStream).
     _, again = ui(session_id, "and again? [[fake-llm:tool-round-trip]]")
     recorded, fetched = ui_read(
-        [{"body": response.text}, {"url": live.url("/ui"), "request": again, "headers": live.headers}]
+        [{"body": response.text}, {"url": live.url(UI_PATH), "request": again, "headers": live.headers}]
     )
     for result in (recorded, fetched):
         assert result["ok"], result["error"]
@@ -298,13 +300,13 @@ def test_ai_reads_a_live_tool_turn_and_its_usage_is_the_sessions_increase(live: 
 def test_use_chat_drives_two_turns_and_the_history_shows_both(live: LiveLab):
     session_id = f"ui-chat-{uuid.uuid4().hex[:8]}"
     texts = ["hello [[fake-llm:plain]]", "the topology? [[fake-llm:tool-round-trip]]"]
-    chat = ui_chat([{"url": live.url("/ui"), "token": live.token, "id": session_id, "messages": texts}])[0]
+    chat = ui_chat([{"url": live.url(UI_PATH), "token": live.token, "id": session_id, "messages": texts}])[0]
     assert chat["ok"], (chat["error"], chat["stderr"])
     assert [r["status"] for r in chat["responses"]] == [200, 200]
     assert chat["requests"][1]["id"] == session_id and len(chat["requests"][1]["messages"]) == 3  # carries history
     assert [m["role"] for m in chat["messages"]] == ["user", "assistant", "user", "assistant"]
 
-    response = live.client.get(live.url(f"/ui/{session_id}/messages"), headers=live.headers)
+    response = live.client.get(live.url(f"{UI_PATH}/{session_id}/messages"), headers=live.headers)
     assert response.status_code == 200, response.text
     messages = response.json()
     history = live.history(session_id)
@@ -330,7 +332,7 @@ def test_a_busy_session_is_refused_then_an_abort_ends_the_stream(live: LiveLab):
     session_id = f"ui-slow-{uuid.uuid4().hex[:8]}"
     _, body = ui(session_id, "wait [[fake-llm:slow]]")
     received = ""
-    with live.client.stream("POST", live.url("/ui"), json=body, headers=live.headers) as running:
+    with live.client.stream("POST", live.url(UI_PATH), json=body, headers=live.headers) as running:
         assert running.status_code == 200
         lines = running.iter_text()
         received += next(lines)  # the stream began: the turn holds the session
@@ -371,12 +373,12 @@ def test_refusals(live: LiveLab):
     def code(response: httpx.Response) -> tuple[int, str]:
         return response.status_code, response.json()["code"]
 
-    messages_url = live.url(f"/ui/{owned}/messages")
+    messages_url = live.url(f"{UI_PATH}/{owned}/messages")
     assert code(live.client.get(messages_url, headers={"Authorization": f"Bearer {other}"})) == (
         404,
         "session_not_found",
     )
-    unknown = live.url(f"/ui/never-{uuid.uuid4().hex[:8]}/messages")
+    unknown = live.url(f"{UI_PATH}/never-{uuid.uuid4().hex[:8]}/messages")
     assert code(live.client.get(unknown, headers=live.headers)) == (404, "session_not_found")
     assert live.client.get(messages_url).status_code == 401
 
@@ -402,7 +404,7 @@ def test_refusals(live: LiveLab):
 def test_a_client_that_disconnects_stops_the_turn_which_is_kept(live: LiveLab):
     session_id = f"ui-gone-{uuid.uuid4().hex[:8]}"
     with live.client.stream(
-        "POST", live.url("/ui"), json=ui(session_id, "wait [[fake-llm:slow]]")[1], headers=live.headers
+        "POST", live.url(UI_PATH), json=ui(session_id, "wait [[fake-llm:slow]]")[1], headers=live.headers
     ) as running:
         assert running.status_code == 200
         next(running.iter_text())

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import gns3_copilot_spec as spec
+from gns3_copilot_generated.constants import DB_LOCATION
 from gns3_copilot_spec.db.legacy_fixture import LEGACY_ROWS, build_legacy_database, main
 
 CONTRACT = spec.load_document(spec.DB_DIR / "contract.yaml")
@@ -53,7 +54,7 @@ def test_contract_location_and_journal_mode():
 
 
 def test_legacy_fixture_has_rows_and_no_pinned(tmp_path: Path):
-    path = tmp_path / "gns3-copilot" / "copilot_checkpoints.db"
+    path = Path(DB_LOCATION.format(project_dir=tmp_path))
     rows = build_legacy_database(path, user_id="u-1", project_id="p-1")
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

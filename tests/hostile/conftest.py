@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from starlette.routing import compile_path
 
 import gns3_copilot_spec as spec
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.app import create_app
 from reference_server.auth import authenticated
 from reference_server.controller.llm_configs import LlmConfigFields
@@ -244,7 +245,7 @@ def problems_of(response: httpx.Response, *, want_401: bool) -> list[str]:
             body = json.loads(response.content)
         except ValueError:
             body = None
-        openai_path = "/openai/v1/" in response.request.url.path
+        openai_path = CHANNEL_PATHS["openai"] + "/" in response.request.url.path
         if openai_path and isinstance(body, dict) and set(body) == {"error"}:
             body = body["error"]  # the OpenAI channel's error body (OPENAI-004), with the contract's code
         if not response.headers.get("content-type", "").startswith("application/json"):

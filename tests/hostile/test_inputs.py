@@ -18,6 +18,7 @@ import httpx
 import pytest
 from starlette.routing import compile_path
 
+from gns3_copilot_generated.constants import HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_LIMIT_MIN
 from reference_server.app import create_app
 from reference_server.body_limit import MAX_BODY_BYTES
 from reference_server.errors import ApiError
@@ -239,8 +240,8 @@ def _chunked(data: bytes) -> AsyncIterator[bytes]:
 
 
 ODD_LIMITS = [
-    "0",
-    "1001",
+    str(HISTORY_LIMIT_MIN - 1),
+    str(HISTORY_LIMIT_MAX + 1),
     "-1",
     "+5",
     "05",
@@ -276,7 +277,7 @@ async def test_history_limit_must_be_a_canonical_integer(world: World):
             await world.client.get(history, params=params, headers=no_token(len(problems))), want_401=True
         )
         problems += [f"[limit {params!r}] {p}" for p in found]
-    for value in ("1", "100", "1000"):
+    for value in map(str, (HISTORY_LIMIT_MIN, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX)):
         response = await world.client.get(history, params={"limit": value}, headers=world.token)
         if response.status_code != 200:
             problems.append(f"limit={value}: {response.status_code}")

@@ -11,12 +11,14 @@ import pytest
 from playwright.sync_api import expect
 
 from fake_llm.scripts import ScriptLibrary
+from gns3_copilot_generated.constants import CHANNEL_PATHS
 from tests.reference_server.conftest import REPO_ROOT
 
 from .conftest import PREFIXES, SCRIPTS
 
 pytestmark = pytest.mark.slow  # a real browser: left out of `python3 tasks.py test --quick`
 
+UI_PATH = CHANNEL_PATHS["ui"]  # the channel the playground chats on, under the chat prefix
 SCREENSHOT = REPO_ROOT / ".cache" / "playground" / "screenshot.png"
 README_SCREENSHOT = REPO_ROOT / "docs" / "playground.png"  # rewritten with UPDATE_SCREENSHOTS=1
 STATISTICS = ("message_count", "llm_calls_count", "input_tokens", "output_tokens", "total_tokens")
@@ -33,10 +35,10 @@ def test_a_conversation_streams_is_pinned_and_comes_back_after_a_reload(open_pla
     project_id = playground.create_project()
 
     # A: one tool round trip, on the UI message stream channel under the server's prefix.
-    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/ui")) as answered:
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith(UI_PATH)) as answered:
         playground.send("What is in my lab?", scenario="tool-round-trip")
     stream = answered.value
-    assert stream.url == playground.base_url + prefix.format(project_id=project_id) + "/ui"
+    assert stream.url == playground.base_url + prefix.format(project_id=project_id) + UI_PATH
     assert stream.status == 200 and stream.headers["x-vercel-ai-ui-message-stream"] == "v1"
     user, answer = page.get_by_test_id("message-user"), page.get_by_test_id("message-assistant")
     expect(user.locator(".text")).to_have_text("What is in my lab? [[fake-llm:tool-round-trip]]")
@@ -84,7 +86,7 @@ def test_a_conversation_streams_is_pinned_and_comes_back_after_a_reload(open_pla
     expect(pinned).to_contain_text(f"{sessions[first_id]['message_count']} messages")
 
     # A reload: still logged in, A open again, from GET {prefix}/ui/{id}/messages.
-    with page.expect_response(lambda r: r.url.endswith(f"/ui/{first_id}/messages")) as restored:
+    with page.expect_response(lambda r: r.url.endswith(f"{UI_PATH}/{first_id}/messages")) as restored:
         page.reload()
     assert restored.value.status == 200
     expect(page.get_by_test_id("message-user").locator(".text")).to_have_text(
@@ -172,7 +174,7 @@ def test_stop_asks_the_server_to_abort_the_running_turn(open_playground):
     playground.open()
     playground.log_in()
     project_id = playground.create_project()
-    with page.expect_response(lambda r: r.url.endswith("/ui")):  # its stream has begun: the server runs the turn
+    with page.expect_response(lambda r: r.url.endswith(UI_PATH)):  # its stream has begun: the server runs the turn
         playground.send("Anything?", scenario="slow")  # 3 s before its answer
     expect(page.get_by_text("Waiting for the copilot…")).to_be_visible()
     with page.expect_response(lambda r: r.url.endswith("/abort")) as aborted:

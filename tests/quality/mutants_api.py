@@ -271,7 +271,11 @@ def _accept(change) -> None:
     edit_request_body(STREAM, change)
 
 
-@mutant("message-length-unchecked", "an empty message and one of 100001 characters are served", {"INPUT-001"})
+@mutant(
+    "message-length-unchecked",
+    f"an empty message and one of {MESSAGE_MAX_LENGTH + 1} characters are served",
+    {"INPUT-001"},
+)
 def _message_length_unchecked() -> None:
     def change(body):
         message = body.get("message")

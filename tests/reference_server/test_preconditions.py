@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conformance.rules.responses import response_violations
+from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH
 
 pytestmark = pytest.mark.anyio
 
@@ -83,7 +84,7 @@ async def test_a_user_without_llm_configuration_gets_400(lab):
     [
         ({}, "message"),
         ({"message": ""}, "message"),
-        ({"message": "x" * 100001}, "message"),
+        ({"message": "x" * (MESSAGE_MAX_LENGTH + 1)}, "message"),
         ({"message": 42}, "message"),
         ({"message": "x", "mode": "voice"}, "mode"),
         ({"message": "x", "temperature": 2.5}, "temperature"),

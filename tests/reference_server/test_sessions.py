@@ -11,7 +11,7 @@ import pytest
 from conformance.rules.responses import response_violations
 from conformance.rules.stream_events import check_events
 from fake_llm.scripts import ScriptLibrary
-from gns3_copilot_generated.constants import INITIAL_TITLE
+from gns3_copilot_generated.constants import HISTORY_LIMIT_MAX, HISTORY_LIMIT_MIN, INITIAL_TITLE, SESSION_ID_MAX_LENGTH
 from reference_server.agent.turn import CANCELLED_TOOL_OUTPUT
 
 pytestmark = pytest.mark.anyio
@@ -246,8 +246,8 @@ async def test_history_limit(lab):
     full = (await lab.history("limit-1"))["messages"]
     assert len(full) == 6
     assert (await lab.history("limit-1", limit=2))["messages"] == full[-2:]
-    assert (await lab.history("limit-1", limit=1000))["messages"] == full
-    for bad in ("0", "1001", "-1", "abc", "1.5", ""):
+    assert (await lab.history("limit-1", limit=HISTORY_LIMIT_MAX))["messages"] == full
+    for bad in (str(HISTORY_LIMIT_MIN - 1), str(HISTORY_LIMIT_MAX + 1), "-1", "abc", "1.5", ""):
         response = checked(
             "getSessionHistory",
             await lab.client.get(
@@ -264,13 +264,14 @@ async def test_session_ids(lab):
     assert re.fullmatch(r"[0-9a-f-]{36}", generated.session_id)
     chosen = await lab.stream("[[fake-llm:plain]]", "my.session:id-1_x")
     assert chosen.session_id == "my.session:id-1_x"
-    for bad in ("", "has space", "x" * 129, "slash/inside", "é"):
+    too_long = "x" * (SESSION_ID_MAX_LENGTH + 1)
+    for bad in ("", "has space", too_long, "slash/inside", "é"):
         response = await lab.client.post(
             f"{lab.prefix()}/stream", json={"message": "x", "session_id": bad}, headers=lab.headers
         )
         assert response.status_code == 422, bad
     response = checked(
-        "getSessionHistory", await lab.client.get(f"{lab.prefix()}/sessions/{'x' * 129}/history", headers=lab.headers)
+        "getSessionHistory", await lab.client.get(f"{lab.prefix()}/sessions/{too_long}/history", headers=lab.headers)
     )
     assert response.status_code == 422
 
