@@ -5,6 +5,7 @@ and the session id has a schema and a model of its own."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -59,8 +60,14 @@ def test_pointed_homes_are_where_the_values_live():
     assert generated.DB_LOCATION == spec.load_document(spec.DB_DIR / "contract.yaml")["location"]
 
 
-def test_initial_title_is_the_database_default():
-    assert f"title TEXT NOT NULL DEFAULT '{generated.INITIAL_TITLE}'" in (spec.DB_DIR / "schema.sql").read_text()
+def test_initial_title_is_the_database_default(repo_root: Path):
+    """The DDL cannot import it: the contract's schema and every schema of the reference server say it."""
+    schemas = [spec.DB_DIR / "schema.sql", *(repo_root / "reference_server").rglob("*.sql")]
+    with_sessions = [path for path in schemas if "CREATE TABLE IF NOT EXISTS chat_sessions" in path.read_text()]
+    assert len(with_sessions) >= 2, schemas  # the contract's SQLite schema and the reference server's PostgreSQL one
+    for path in with_sessions:
+        titles = re.findall(r"\btitle TEXT NOT NULL DEFAULT '([^']*)'", path.read_text())
+        assert titles == [generated.INITIAL_TITLE], (path, titles)
 
 
 def test_channel_paths_are_the_channel_operations_of_openapi():
