@@ -174,7 +174,10 @@ def _openai_error_then_finish() -> None:
 def _openai_refusals_in_contract_body() -> None:
     import reference_server.channels.routes as routes
 
-    routes.render_openai_error = lambda error: {"message": error.message, "code": error.code}
+    def contract_body(error):
+        return {"message": error.message, "code": error.code}
+
+    routes.ERROR_SHAPES = tuple((marker, contract_body) for marker, _ in routes.ERROR_SHAPES)
 
 
 @mutant(
