@@ -10,13 +10,12 @@ from fastapi import FastAPI
 
 import gns3_copilot_spec as spec
 
+from . import playground
 from .body_limit import BodyLimit
 from .channels import routes as channel_routes
-from .channels.routes import build_channels_router
-from .chat.routes import build_router
-from .controller.routes import router as controller_router
+from .chat import routes as chat_routes
+from .controller import routes as controller_routes
 from .errors import install_handlers
-from .playground import build_playground_router
 from .services import Services
 from .settings import Settings
 from .storage_faults import install_storage_fault_handlers
@@ -63,8 +62,10 @@ def create_app(settings: Settings, *, prepared: bool = False) -> FastAPI:
         app.add_middleware(NameTheWorker)
     app.add_middleware(BodyLimit)  # outermost: 413 before anything else, authentication included (INPUT-010)
     install_storage_fault_handlers(app)  # 503 storage_unavailable / project_unavailable (ERROR-003)
-    app.include_router(controller_router)
-    app.include_router(build_router(settings.chat_prefix))
-    app.include_router(build_channels_router(settings.chat_prefix))  # the same turns, other protocols
-    app.include_router(build_playground_router(settings))  # the playground page, /playground (playground.py)
+    # Every router is a module's `router`, built when it is imported; the app gives the chat API and the channels the
+    # configured prefix (PREFIX-001, CHANNEL-001).
+    app.include_router(controller_routes.router)
+    app.include_router(chat_routes.router, prefix=settings.chat_prefix)
+    app.include_router(channel_routes.router, prefix=settings.chat_prefix)  # the same turns, other protocols
+    app.include_router(playground.router)  # the playground page, /playground (playground.py)
     return app

@@ -1,11 +1,11 @@
-"""Bearer authentication, shared by the controller and the chat API (AUTH-001, AUTH-002)."""
+"""Bearer authentication, shared by the controller and the chat API (AUTH-001, AUTH-002); routes ask for it as
+`caller: Authenticated` (prelude.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Request
 
 from .controller.security import TokenClaims
 from .controller.store import User
@@ -45,6 +45,3 @@ def require_superadmin(caller: Caller) -> None:
 
 
 setattr(authenticated, AUTHENTICATES, True)  # errors._caller_first finds the route's authentication by it
-
-# The authenticated caller, as a route parameter (`caller: Authenticated`): the one way every route asks for it.
-Authenticated = Annotated[Caller, Depends(authenticated)]

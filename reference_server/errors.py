@@ -1,8 +1,8 @@
 """One error shape for every 4xx/5xx answer: `{"message", "code", "details"?}` (ERROR-001, ERROR-003, INPUT-007).
 
 The codes are the contract's (ERROR-002): `unauthorized`, `validation_error`, `invalid_json` and
-`payload_too_large` here, the others where chat/preconditions.py and chat/routes.py refuse a request; an exception
-nothing else answered is a 500 `internal_error` (LastResort).
+`payload_too_large` here, the others where prelude.py, the routes and the turn core (turns/core.py) refuse a
+request; an exception nothing else answered is a 500 `internal_error` (LastResort).
 """
 
 from __future__ import annotations
@@ -142,8 +142,13 @@ async def _caller_first(request: Request, refusal: ApiError) -> ApiError:
     """FastAPI parses a body before it runs the route's dependencies: a body it cannot parse is answered only once
     the caller is known, so that an unauthenticated caller still gets 401 first (AUTH-001)."""
     dependant = getattr(request.scope.get("route"), "dependant", None)
-    # The route's authentication is the dependency auth.py marks (this module cannot import auth.py, which imports it).
-    calls = [d.call for d in dependant.dependencies] if dependant else []
+    # The route's authentication is the dependency auth.py marks (this module cannot import auth.py, which imports
+    # it), asked for by the route or by one of its dependencies (prelude.py's OpenedProject, OwnedSession).
+    pending, calls = list(dependant.dependencies) if dependant else [], []
+    while pending:
+        found = pending.pop(0)
+        calls.append(found.call)
+        pending.extend(found.dependencies)
     authenticate = next((call for call in calls if getattr(call, AUTHENTICATES, False)), None)
     if refusal.status == 400 and authenticate is not None:
         try:

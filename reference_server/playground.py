@@ -55,26 +55,30 @@ def scenarios(request: Request) -> list[dict[str, str]]:
     ]
 
 
-def build_playground_router(settings: Settings) -> APIRouter:
-    router = APIRouter(include_in_schema=False)  # not part of the contract (spec/openapi.yaml)
-    folder = settings.playground_dir
+def settings_of(request: Request) -> Settings:
+    return request.app.state.services.settings
 
-    def serve(relative: str, media_type: str):
-        async def static_file() -> FileResponse:
-            path = folder / relative
-            if not path.is_file():
-                raise not_built(folder, relative)
-            headers = {**HEADERS, "Content-Security-Policy": PAGE_POLICY} if relative == "index.html" else HEADERS
-            return FileResponse(path, media_type=media_type, headers=headers)
 
-        return static_file
+router = APIRouter(include_in_schema=False)  # not part of the contract (spec/openapi.yaml)
 
-    for url_path, (relative, media_type) in FILES.items():
-        router.add_api_route(url_path, serve(relative, media_type), methods=["GET"])
 
-    @router.get(CONFIG_PATH)
-    async def playground_config(request: Request) -> JSONResponse:
-        body: dict[str, Any] = {"chat_prefix": settings.chat_prefix, "scenarios": scenarios(request)}
-        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+def serve(relative: str, media_type: str):
+    async def static_file(request: Request) -> FileResponse:
+        folder = settings_of(request).playground_dir
+        path = folder / relative
+        if not path.is_file():
+            raise not_built(folder, relative)
+        headers = {**HEADERS, "Content-Security-Policy": PAGE_POLICY} if relative == "index.html" else HEADERS
+        return FileResponse(path, media_type=media_type, headers=headers)
 
-    return router
+    return static_file
+
+
+for url_path, (relative, media_type) in FILES.items():
+    router.add_api_route(url_path, serve(relative, media_type), methods=["GET"])
+
+
+@router.get(CONFIG_PATH)
+async def playground_config(request: Request) -> JSONResponse:
+    body: dict[str, Any] = {"chat_prefix": settings_of(request).chat_prefix, "scenarios": scenarios(request)}
+    return JSONResponse(body, headers={"Cache-Control": "no-store"})

@@ -1,5 +1,7 @@
 """The channels: the copilot's turn over other protocols (spec/behaviour.md, "Channels").
 
-turns.py is the one core every channel (and `POST {prefix}/stream`) starts its turn with; each protocol module
-only translates a request into a TurnRequest and the turn's contract events into its own wire format.
+One module per protocol (openai_chat, openai_responses, ui_stream, ag_ui; openai_common and openai_turn are what
+the two OpenAI protocols share), each a peer of the GNS3 stream (chat/) over the turn core (reference_server/turns/):
+it only translates a request into a TurnRequest and the turn's contract events into its own wire format. No
+protocol module imports another.
 """

@@ -16,13 +16,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.auth import Authenticated
-from reference_server.chat.preconditions import json_body, opened_project
 from reference_server.errors import ApiError, validation_failed
-from reference_server.turns.core import TurnRequest, start_channel_turn
+from reference_server.json_input import json_body
+from reference_server.prelude import Authenticated, OpenedProject
+from reference_server.turns.core import TurnOutcome, TurnRequest, outcome_of, start_channel_turn
 from reference_server.turns.sse import HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
-
-from .ui_stream import TurnOutcome, outcome_of
 
 
 def _new_id() -> str:
@@ -295,15 +293,14 @@ def turn_request(body: RunAgentInput) -> TurnRequest:
     )
 
 
-def build_ag_ui_router() -> APIRouter:
-    router = APIRouter()
+router = APIRouter()
 
-    @router.post(CHANNEL_PATHS["ag_ui"])
-    async def ag_ui_run(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
-        await opened_project(project_id, request, caller)
-        body: RunAgentInput = await json_body(request, RunAgentInput)
-        channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
-        stream = AgUiStream(thread_id=channel_turn.session_id, run_id=body.run_id, outcome=outcome_of(channel_turn))
-        return stream_response(channel_turn, stream, NO_BUFFERING)  # RUN_STARTED first, at once (AGUI-002)
 
-    return router
+@router.post(CHANNEL_PATHS["ag_ui"])
+async def ag_ui_run(
+    project_id: str, caller: Authenticated, project: OpenedProject, request: Request
+) -> StreamingResponse:
+    body: RunAgentInput = await json_body(request, RunAgentInput)
+    channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
+    stream = AgUiStream(thread_id=channel_turn.session_id, run_id=body.run_id, outcome=outcome_of(channel_turn))
+    return stream_response(channel_turn, stream, NO_BUFFERING)  # RUN_STARTED first, at once (AGUI-002)

@@ -17,8 +17,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.auth import Authenticated
-from reference_server.chat.preconditions import json_value, opened_project
+from reference_server.json_input import json_value
+from reference_server.prelude import Authenticated, OpenedProject
 from reference_server.turns.core import TurnRequest, run_to_end, session_header, start_channel_turn
 from reference_server.turns.sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
 
@@ -159,28 +159,26 @@ def completion_object(completion_id: str, created: int, text: str, usage: tuple[
 
 
 # The `openai` client re-sends a request answered 408, 409, 429 or 5xx (twice by default) unless the answer says
-def build_openai_router() -> APIRouter:
-    router = APIRouter()
+router = APIRouter()
 
-    @router.post(CHANNEL_PATHS["openai"] + "/chat/completions")
-    async def chat_completions(project_id: str, request: Request, caller: Authenticated) -> Any:
-        await opened_project(project_id, request, caller)
-        wanted, options = chat_request(await json_value(request))
-        channel_turn = await start_channel_turn(project_id, request, caller, wanted)
-        completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-        if not options.stream:
-            events = await run_to_end(channel_turn)
-            if (failure := failure_of(events, channel_turn)) is not None:
-                raise failure
-            text = "".join(event["content"] for event in events if event["type"] == "content")
-            body = completion_object(completion_id, created, text, usage_of(channel_turn)())
-            return JSONResponse(body, headers=session_header(channel_turn))
-        translator = ChatCompletionStream(completion_id, created, options.include_usage, usage_of(channel_turn))
-        return stream_response(channel_turn, translator, NO_BUFFERING)
 
-    @router.get(CHANNEL_PATHS["openai"] + "/models")
-    async def list_models(project_id: str, request: Request, caller: Authenticated) -> dict[str, Any]:
-        await opened_project(project_id, request, caller)  # authenticated, with access to the project (OPENAI-007)
-        return model_list()
+@router.post(CHANNEL_PATHS["openai"] + "/chat/completions")
+async def chat_completions(project_id: str, caller: Authenticated, project: OpenedProject, request: Request) -> Any:
+    wanted, options = chat_request(await json_value(request))
+    channel_turn = await start_channel_turn(project_id, request, caller, wanted)
+    completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+    if not options.stream:
+        events = await run_to_end(channel_turn)
+        if (failure := failure_of(events, channel_turn)) is not None:
+            raise failure
+        text = "".join(event["content"] for event in events if event["type"] == "content")
+        body = completion_object(completion_id, created, text, usage_of(channel_turn)())
+        return JSONResponse(body, headers=session_header(channel_turn))
+    translator = ChatCompletionStream(completion_id, created, options.include_usage, usage_of(channel_turn))
+    return stream_response(channel_turn, translator, NO_BUFFERING)
 
-    return router
+
+@router.get(CHANNEL_PATHS["openai"] + "/models")
+async def list_models(caller: Authenticated, project: OpenedProject) -> dict[str, Any]:
+    # authenticated, with access to the project (OPENAI-007)
+    return model_list()

@@ -21,9 +21,10 @@ from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS, SESSION_ID_MAX_LENGTH, SESSION_ID_PATTERN
 from reference_server.agent.service import AgentService
-from reference_server.auth import Authenticated, Caller
-from reference_server.chat.preconditions import json_value, opened_project
+from reference_server.auth import Caller
 from reference_server.errors import ApiError
+from reference_server.json_input import json_value
+from reference_server.prelude import Authenticated, OpenedProject
 from reference_server.turns.core import ChannelTurn, TurnRequest, run_to_end, session_header, start_channel_turn
 from reference_server.turns.sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame, stream_response
 
@@ -241,29 +242,26 @@ class ResponseEventStream:
         return "".join(out)
 
 
-def build_responses_router() -> APIRouter:
-    router = APIRouter()
+router = APIRouter()
 
-    @router.post(CHANNEL_PATHS["openai"] + "/responses")
-    async def create_response(project_id: str, request: Request, caller: Authenticated) -> Any:
-        service = await opened_project(project_id, request, caller)
-        wanted, stream, previous = responses_request(await json_value(request))
-        if previous is not None:
-            await check_previous_turn(service, caller, previous)
-        try:
-            channel_turn = await start_channel_turn(project_id, request, caller, wanted)
-        except ApiError as refused:
-            if wanted.must_exist and refused.code == "session_not_found":  # unknown, deleted or another user's
-                raise previous_response_not_found(None) from refused
-            raise
-        builder = ResponseBuilder(channel_turn, wanted)
-        if not stream:
-            events = await run_to_end(channel_turn)
-            if (failure := failure_of(events, channel_turn)) is not None:
-                raise failure
-            text = "".join(event["content"] for event in events if event["type"] == "content")
-            body = builder.response("completed", text, usage_of(channel_turn)())
-            return JSONResponse(body, headers=session_header(channel_turn))
-        return stream_response(channel_turn, ResponseEventStream(builder, usage_of(channel_turn)), NO_BUFFERING)
 
-    return router
+@router.post(CHANNEL_PATHS["openai"] + "/responses")
+async def create_response(project_id: str, caller: Authenticated, project: OpenedProject, request: Request) -> Any:
+    wanted, stream, previous = responses_request(await json_value(request))
+    if previous is not None:
+        await check_previous_turn(project, caller, previous)
+    try:
+        channel_turn = await start_channel_turn(project_id, request, caller, wanted)
+    except ApiError as refused:
+        if wanted.must_exist and refused.code == "session_not_found":  # unknown, deleted or another user's
+            raise previous_response_not_found(None) from refused
+        raise
+    builder = ResponseBuilder(channel_turn, wanted)
+    if not stream:
+        events = await run_to_end(channel_turn)
+        if (failure := failure_of(events, channel_turn)) is not None:
+            raise failure
+        text = "".join(event["content"] for event in events if event["type"] == "content")
+        body = builder.response("completed", text, usage_of(channel_turn)())
+        return JSONResponse(body, headers=session_header(channel_turn))
+    return stream_response(channel_turn, ResponseEventStream(builder, usage_of(channel_turn)), NO_BUFFERING)

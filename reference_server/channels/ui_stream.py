@@ -19,42 +19,16 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.auth import Authenticated
-from reference_server.chat.preconditions import (
-    HISTORY_LIMIT_RANGE,
-    json_body,
-    opened_project,
-    owned_session,
-    valid_session_id,
-)
 from reference_server.errors import ApiError, validation_failed
-from reference_server.turns.core import ChannelTurn, TurnRequest, start_channel_turn
+from reference_server.json_input import json_body
+from reference_server.prelude import HISTORY_LIMIT_RANGE, Authenticated, OpenedProject, OwnedSession, SessionIdInPath
+from reference_server.turns.core import TurnOutcome, TurnRequest, outcome_of, start_channel_turn
 from reference_server.turns.sse import DONE_FRAME, HEARTBEAT_FRAME, data_frame, stream_response
 
 from .ui_messages import history_to_ui_messages
 
 # UI-002; the same values as the `ai` package's UI_MESSAGE_STREAM_HEADERS (ui-message-stream-headers.ts).
 UI_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    """What the end of the stream reports, read when `done` came: the turn's statistics are final then."""
-
-    input_tokens: int
-    output_tokens: int
-    aborted: bool = False
-
-
-def outcome_of(channel_turn: ChannelTurn) -> Callable[[], TurnOutcome]:
-    turn = channel_turn.turn
-
-    def outcome() -> TurnOutcome:
-        stats = turn.stats
-        # Stopped by an abort (or the server) while a client still reads; a disconnected client reads nothing.
-        return TurnOutcome(stats.input_tokens, stats.output_tokens, aborted=turn.stop_reason is not None)
-
-    return outcome
 
 
 def _new_id() -> str:
@@ -329,23 +303,21 @@ def turn_request(body: UiChatRequest) -> TurnRequest:
     )
 
 
-def build_ui_router() -> APIRouter:
-    router = APIRouter()
+router = APIRouter()
 
-    @router.post(CHANNEL_PATHS["ui"])
-    async def ui_chat(project_id: str, request: Request, caller: Authenticated) -> StreamingResponse:
-        await opened_project(project_id, request, caller)
-        body: UiChatRequest = await json_body(request, UiChatRequest)
-        channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
-        stream = UiMessageStream(session_id=channel_turn.session_id, outcome=outcome_of(channel_turn))
-        return stream_response(channel_turn, stream, UI_STREAM_HEADERS)
 
-    @router.get(CHANNEL_PATHS["ui"] + "/{session_id}/messages")
-    async def ui_messages(project_id: str, session_id: str, request: Request, caller: Authenticated) -> list[dict]:
-        service = await opened_project(project_id, request, caller)
-        session_id = valid_session_id(session_id)
-        session = await owned_session(service, session_id, caller)  # 404 as the history endpoint (UI-004)
-        history = await service.history(session, HISTORY_LIMIT_RANGE[1])
-        return history_to_ui_messages([m.model_dump(exclude_none=True) for m in history.messages])
+@router.post(CHANNEL_PATHS["ui"])
+async def ui_chat(
+    project_id: str, caller: Authenticated, project: OpenedProject, request: Request
+) -> StreamingResponse:
+    body: UiChatRequest = await json_body(request, UiChatRequest)
+    channel_turn = await start_channel_turn(project_id, request, caller, turn_request(body))
+    stream = UiMessageStream(session_id=channel_turn.session_id, outcome=outcome_of(channel_turn))
+    return stream_response(channel_turn, stream, UI_STREAM_HEADERS)
 
-    return router
+
+@router.get(CHANNEL_PATHS["ui"] + "/{session_id}/messages")
+async def ui_messages(project: OpenedProject, session_id: SessionIdInPath, session: OwnedSession) -> list[dict]:
+    # 404 for a session that is not the caller's, as the history endpoint (UI-004)
+    history = await project.history(session, HISTORY_LIMIT_RANGE[1])
+    return history_to_ui_messages([m.model_dump(exclude_none=True) for m in history.messages])

@@ -9,8 +9,9 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
 from reference_server.agent.tools import write_default_topology
-from reference_server.auth import Authenticated, Caller
+from reference_server.auth import Caller
 from reference_server.errors import ApiError
+from reference_server.prelude import Authenticated
 
 from .access import AccessControl
 from .bodies import StrictBody

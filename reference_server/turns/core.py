@@ -8,7 +8,7 @@ stream: project access and status, the message, the LLM configuration, the sessi
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +20,8 @@ from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LEN
 from reference_server.agent.context import set_request_context
 from reference_server.agent.turn import Turn
 from reference_server.auth import Caller
-from reference_server.chat.preconditions import llm_settings, opened_project
 from reference_server.errors import ApiError, from_pydantic, validation_failed
+from reference_server.prelude import llm_settings, opened_project
 
 
 @dataclass(frozen=True)
@@ -137,3 +137,23 @@ async def run_to_end(channel_turn: ChannelTurn) -> list[dict[str, Any]]:
 def session_header(channel_turn: ChannelTurn) -> dict[str, str]:
     """How a client that did not name the session learns it (OPENAI-002)."""
     return {"X-Copilot-Session-Id": channel_turn.session_id}
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What the end of the stream reports, read when `done` came: the turn's statistics are final then."""
+
+    input_tokens: int
+    output_tokens: int
+    aborted: bool = False
+
+
+def outcome_of(channel_turn: ChannelTurn) -> Callable[[], TurnOutcome]:
+    turn = channel_turn.turn
+
+    def outcome() -> TurnOutcome:
+        stats = turn.stats
+        # Stopped by an abort (or the server) while a client still reads; a disconnected client reads nothing.
+        return TurnOutcome(stats.input_tokens, stats.output_tokens, aborted=turn.stop_reason is not None)
+
+    return outcome

@@ -208,7 +208,7 @@ def _history_ids_change() -> None:
 
 @mutant("limit-zero-accepted", "the history accepts limit=0 (and answers no messages)", {"HISTORY-007"})
 def _limit_zero_accepted() -> None:
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as routes
 
     original = routes.history_limit
 
@@ -224,7 +224,7 @@ def _limit_zero_accepted() -> None:
     {"HISTORY-007"},
 )
 def _lax_limit() -> None:
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as routes
 
     original = routes.history_limit
 
@@ -297,7 +297,7 @@ def _empty_session(service, session_id: str, caller):
     {"CONTRACT-001"},  # renaming or pinning such a session then fails with a 500
 )
 def _unknown_history_200() -> None:
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as routes
 
     original = routes.owned_session
 
@@ -316,7 +316,7 @@ def _unknown_history_200() -> None:
     {"CONTRACT-001"},  # renaming or pinning such a session then fails with a 500
 )
 def _never_created_session_answers() -> None:
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as routes
     from reference_server.agent.service import AgentService
 
     original_owned, original_delete = routes.owned_session, AgentService.delete_session
@@ -342,7 +342,7 @@ def _never_created_session_answers() -> None:
     "other-user-reads-and-pins", "any user can read, rename, pin or delete another user's session", {"ISOLATION-001"}
 )
 def _other_user_reads() -> None:
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as routes
     from reference_server.errors import ApiError
 
     async def owned_session(service, session_id, caller):
@@ -356,8 +356,8 @@ def _other_user_reads() -> None:
 
 @mutant("closed-project-answers", "a closed project's chat endpoints answer as if it were opened", {"PROJECT-002"})
 def _closed_project_answers() -> None:
-    import reference_server.chat.preconditions as preconditions
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as preconditions
+    import reference_server.prelude as routes
     from reference_server.controller.roles import CHAT_PRIVILEGE
     from reference_server.errors import ApiError
 

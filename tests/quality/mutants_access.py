@@ -17,7 +17,7 @@ async def _anyone(*_args, **_kwargs) -> None:
     {"ACCESS-001", "ACCESS-002", "ACCESS-003"},
 )
 def _chat_ignores_access() -> None:
-    import reference_server.chat.preconditions as preconditions
+    import reference_server.prelude as preconditions
 
     preconditions.require_project_privilege = _anyone
 
@@ -28,7 +28,7 @@ def _chat_ignores_access() -> None:
     {"ACCESS-002"},
 )
 def _access_after_existence() -> None:
-    import reference_server.chat.preconditions as preconditions
+    import reference_server.prelude as preconditions
 
     check_access = preconditions.require_project_privilege
 

@@ -92,7 +92,7 @@ def _history_llm_calls_zero() -> None:
 
 @mutant("history-limit-ignored", "`limit` is validated but every message is returned", {"HISTORY-006"})
 def _history_limit_ignored() -> None:
-    import reference_server.chat.routes as routes
+    import reference_server.prelude as routes
 
     original = routes.history_limit
 

@@ -1,28 +1,31 @@
-"""Every check of a chat request, in order, before any stream begins (PRECHECK-001).
+"""The route prelude: every check a chat or channel request passes, in the contract's order, before any stream begins
+(PRECHECK-001): the authenticated caller (AUTH-001), the opened project (ACCESS-001, PROJECT-001, PROJECT-002), the
+request's input (INPUT-*, the route's own), the caller's LLM configuration (LLM-001, the turn core's), the owned
+session (ISOLATION-001) and the busy lock (CONCURRENCY-001, the turn core's).
 
-Routes take raw path and query strings and call these in a fixed order, so that authentication comes first
-(AUTH-001) and FastAPI never answers a malformed parameter before the caller is known.
+Routes ask for them as the annotated parameters at the end of this module (`caller: Authenticated`,
+`service: OpenedProject`, `session: OwnedSession`), declared in that order: FastAPI solves a route's dependencies in
+the order of its parameters, each once per request, and a path or query string is read here rather than by FastAPI,
+so that no malformed parameter is answered before the caller is known.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated
 
-from fastapi import Request
-from pydantic import BaseModel, ValidationError
+from fastapi import Depends, Request
+from pydantic import ValidationError
 
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.session_id import SessionId
 from gns3_copilot_generated.constants import HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_LIMIT_MIN
 from reference_server.agent.context import LlmSettings
 from reference_server.agent.service import AgentService
-from reference_server.auth import Caller
+from reference_server.auth import Caller, authenticated
 from reference_server.controller.common import require_project_privilege
 from reference_server.controller.roles import CHAT_PRIVILEGE
-from reference_server.errors import ApiError, from_pydantic, invalid_json, validation_failed
-from reference_server.json_input import json_problem
+from reference_server.errors import ApiError, from_pydantic, validation_failed
 
 HISTORY_LIMIT_RANGE = (HISTORY_LIMIT_MIN, HISTORY_LIMIT_MAX)  # HISTORY-006
 _CANONICAL_LIMIT = re.compile(r"[1-9][0-9]{0,3}")  # at most 4 digits: no int() of an arbitrarily long string
@@ -58,53 +61,6 @@ def valid_session_id(session_id: str) -> str:
         return SessionId.model_validate(session_id).root
     except ValidationError as exc:
         raise from_pydantic(exc, ("path", "session_id")) from exc
-
-
-def _booleans_not_sent_as_booleans(model: type[BaseModel], data: dict[str, Any]) -> list[dict[str, Any]]:
-    """A field whose only values are booleans (`stream: true`) must be a JSON boolean: pydantic, even strict, takes
-    1 or 1.0 for `Literal[True]`, because 1 == True in Python (INPUT-004)."""
-    problems = []
-    for name, info in model.model_fields.items():
-        allowed = get_args(info.annotation) if get_origin(info.annotation) is Literal else ()
-        if allowed and all(isinstance(a, bool) for a in allowed) and name in data and not isinstance(data[name], bool):
-            problems.append({"loc": ["body", name], "msg": f"{name} must be a JSON boolean", "type": "bool_type"})
-    return problems
-
-
-async def json_value(request: Request) -> Any:
-    """The body as JSON: 400 for a body that is not JSON (INPUT-009), or not JSON this server can take
-    (json_input.py). Reading the body may also raise 413 (body_limit.py)."""
-    raw = await request.body()
-    try:
-        data = json.loads(raw.decode("utf-8"))  # UTF-8 only (RFC 8259); json.loads(bytes) would guess UTF-16 or -32
-    except UnicodeDecodeError as exc:
-        raise invalid_json("it is not UTF-8 text") from exc
-    except RecursionError as exc:
-        raise invalid_json("arrays and objects are nested too deeply") from exc
-    except ValueError as exc:  # JSONDecodeError, and integers of more than 4300 digits
-        raise invalid_json(str(exc)) from exc
-    if (problem := json_problem(data)) is not None:
-        raise invalid_json(problem)
-    return data
-
-
-async def json_body(request: Request, model: type[BaseModel]) -> Any:
-    """The body as JSON (json_value), then 422 for one that does not fit the model (INPUT-006, -007), JSON types
-    taken as they are: no string for a number, no number for a boolean (INPUT-003, INPUT-004)."""
-    data = await json_value(request)
-    raw = await request.body()  # Starlette keeps it: read once
-    if not isinstance(data, dict):
-        raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
-    booleans = _booleans_not_sent_as_booleans(model, data)
-    try:
-        value = model.model_validate_json(raw, strict=True)
-    except ValidationError as exc:
-        found = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
-        named = {tuple(e["loc"][:2]) for e in found}
-        raise validation_failed(found + [b for b in booleans if tuple(b["loc"]) not in named]) from exc
-    if booleans:
-        raise validation_failed(booleans)
-    return value
 
 
 def history_limit(request: Request) -> int:
@@ -156,3 +112,41 @@ async def llm_settings(request: Request, caller: Caller, temperature: float | No
         max_tokens=chosen["max_tokens"],
         temperature=chosen["temperature"] if temperature is None else temperature,
     )  # INPUT-005
+
+
+# --- the annotated dependencies, in the contract's order ---------------------------------------------------------
+
+# The authenticated caller, or 401 before any other check (auth.py): the one way every route asks for it.
+Authenticated = Annotated[Caller, Depends(authenticated)]
+
+
+async def _opened_project(project_id: str, request: Request, caller: Authenticated) -> AgentService:
+    return await opened_project(project_id, request, caller)
+
+
+# The project's service, once the caller is known: 403 without access, 404 unknown, 403 not opened.
+OpenedProject = Annotated[AgentService, Depends(_opened_project)]
+
+
+def _session_id_in_path(session_id: str) -> str:
+    return valid_session_id(session_id)
+
+
+# The path's session id, valid (SESSION-003): an input check, after the project's.
+SessionIdInPath = Annotated[str, Depends(_session_id_in_path)]
+
+
+def _history_limit(request: Request) -> int:
+    return history_limit(request)
+
+
+# The history's `limit` query parameter (HISTORY-006, HISTORY-007): an input check.
+HistoryLimit = Annotated[int, Depends(_history_limit)]
+
+
+async def _owned_session(caller: Authenticated, service: OpenedProject, session_id: SessionIdInPath) -> ChatSession:
+    return await owned_session(service, session_id, caller)
+
+
+# The caller's session named in the path (ISOLATION-001): declared after the route's input checks, which come first.
+OwnedSession = Annotated[ChatSession, Depends(_owned_session)]
