@@ -726,13 +726,14 @@ def _channel_abort_ends_late() -> None:
     only=(SHARED, ACROSS),
 )
 def _channel_refusals_in_openai_envelope() -> None:
+    from gns3_copilot_generated.constants import CHANNEL_PATHS
     from reference_server.channels import routes
     from reference_server.channels.openai_common import render_openai_error
 
     routes.ERROR_SHAPES = (
         *routes.ERROR_SHAPES,
-        ("/chat/ui", render_openai_error),
-        ("/chat/ag-ui", render_openai_error),
+        ("/chat" + CHANNEL_PATHS["ui"], render_openai_error),
+        ("/chat" + CHANNEL_PATHS["ag_ui"], render_openai_error),
     )
 
 
