@@ -135,15 +135,15 @@ def _parse_failure(exc: StarletteHTTPException) -> ApiError | None:
     return invalid_json(str(cause))
 
 
-AUTHENTICATES = "authenticates_the_caller"  # the attribute auth.authenticated carries
+AUTHENTICATES = "authenticates_the_caller"  # the attribute controller.auth.authenticated carries
 
 
 async def _caller_first(request: Request, refusal: ApiError) -> ApiError:
     """FastAPI parses a body before it runs the route's dependencies: a body it cannot parse is answered only once
     the caller is known, so that an unauthenticated caller still gets 401 first (AUTH-001)."""
     dependant = getattr(request.scope.get("route"), "dependant", None)
-    # The route's authentication is the dependency auth.py marks (this module cannot import auth.py, which imports
-    # it), asked for by the route or by one of its dependencies (prelude.py's OpenedProject, OwnedSession).
+    # The route's authentication is the dependency controller/auth.py marks (this module cannot import it: it is
+    # imported by it), asked for by the route or by one of its dependencies (prelude.py's OpenedProject, OwnedSession).
     pending, calls = list(dependant.dependencies) if dependant else [], []
     while pending:
         found = pending.pop(0)

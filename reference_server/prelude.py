@@ -3,10 +3,11 @@
 request's input (INPUT-*, the route's own), the caller's LLM configuration (LLM-001, the turn core's), the owned
 session (ISOLATION-001) and the busy lock (CONCURRENCY-001, the turn core's).
 
-Routes ask for them as the annotated parameters at the end of this module (`caller: Authenticated`,
-`service: OpenedProject`, `session: OwnedSession`), declared in that order: FastAPI solves a route's dependencies in
-the order of its parameters, each once per request, and a path or query string is read here rather than by FastAPI,
-so that no malformed parameter is answered before the caller is known.
+Routes ask for them as the annotated parameters at the end of this module (`caller: Authenticated`, the
+controller's own from controller/auth.py; `service: OpenedProject`; `session: OwnedSession`), declared in that
+order: FastAPI solves a route's dependencies in the order of its parameters, each once per request, and a path or
+query string is read here rather than by FastAPI, so that no malformed parameter is answered before the caller is
+known.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from gns3_copilot_generated.api.session_id import SessionId
 from gns3_copilot_generated.constants import HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, HISTORY_LIMIT_MIN
 from reference_server.agent.context import LlmSettings
 from reference_server.agent.service import AgentService
-from reference_server.auth import Caller, authenticated
+from reference_server.controller.auth import Authenticated, Caller
 from reference_server.controller.common import require_project_privilege
 from reference_server.controller.roles import CHAT_PRIVILEGE
 from reference_server.errors import ApiError, from_pydantic, validation_failed
@@ -116,8 +117,8 @@ async def llm_settings(request: Request, caller: Caller, temperature: float | No
 
 # --- the annotated dependencies, in the contract's order ---------------------------------------------------------
 
-# The authenticated caller, or 401 before any other check (auth.py): the one way every route asks for it.
-Authenticated = Annotated[Caller, Depends(authenticated)]
+# First the authenticated caller, or 401 before any other check: `Authenticated`, imported above from the controller
+# (controller/auth.py), whose routes ask for it too; the chat API and the channels take it from here.
 
 
 async def _opened_project(project_id: str, request: Request, caller: Authenticated) -> AgentService:

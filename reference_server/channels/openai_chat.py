@@ -24,19 +24,22 @@ from reference_server.turns.sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING
 
 from .openai_common import (
     MODEL_ID,
+    Usage,
     checked_boolean,
     checked_metadata,
     checked_model,
     checked_temperature,
     checked_user,
+    error_object,
+    failure_of,
     invalid,
     model_list,
     refuse_client_tools,
     refuse_unknown_members,
     split_conversation,
     unsupported,
+    usage_of,
 )
-from .openai_turn import Usage, error_object, failure_of, usage_of
 
 # OPENAI-001: what a chat completion request may carry; `tools`, `functions` and `tool_choice` only empty / none /
 # auto (CHANNEL-006); `n` only 1.
@@ -158,7 +161,6 @@ def completion_object(completion_id: str, created: int, text: str, usage: tuple[
     }
 
 
-# The `openai` client re-sends a request answered 408, 409, 429 or 5xx (twice by default) unless the answer says
 router = APIRouter()
 
 

@@ -1,5 +1,7 @@
 """What both OpenAI endpoints share (spec/behaviour.md, "OpenAI channel"): the error body (OPENAI-004), the model
-list (OPENAI-007), and reading the members of a request strictly (OPENAI-001, OPENAI-005).
+list (OPENAI-007), reading the members of a request strictly (OPENAI-001, OPENAI-005), and what both make of a turn
+of the shared core: its usage as it grows, a contract `error` event as OpenAI's error object, and a failed
+non-streamed turn as its 502 (OPENAI-003, OPENAI-004). The two protocol modules never import each other.
 
 The request members are checked by hand, member by member, because the rule is the OpenAI API's own subset:
 what a server-run agent can honour is taken, a member it cannot honour is refused by name (`unsupported_field`)
@@ -9,10 +11,12 @@ rather than ignored, and the `openai` client's own body passes unchanged.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_MODEL_ID, OPENAI_SERVER_ERROR_TYPE
 from reference_server.errors import ApiError
+from reference_server.turns.core import ChannelTurn, session_header
 
 MODEL_ID = OPENAI_MODEL_ID  # the one model of GET {prefix}/openai/v1/models (OPENAI-007)
 MODEL_CREATED = 1767225600  # 2026-01-01T00:00:00Z: when the model id was defined, for the `created` field
@@ -38,6 +42,34 @@ def render_openai_error(error: ApiError) -> dict[str, Any]:
             "code": error.code,
         }
     }
+
+
+Usage = Callable[[], tuple[int, int]]  # (input tokens, output tokens), final once `done` came
+
+
+def usage_of(channel_turn: ChannelTurn) -> Usage:
+    turn = channel_turn.turn
+    return lambda: (turn.stats.input_tokens, turn.stats.output_tokens)
+
+
+def error_object(event: dict[str, Any]) -> dict[str, Any]:
+    """A contract `error` event as OpenAI's error object (OPENAI-004)."""
+    code = event.get("code") or "llm_error"
+    return {"message": event.get("error") or code, "type": error_type(502), "param": None, "code": code}
+
+
+# The `openai` client re-sends a request answered 408, 409, 429 or 5xx (twice by default) unless the answer says
+# `x-should-retry: false`: a failed turn ran and is kept, so re-sending it would run it again in the session.
+NO_RETRY = {"x-should-retry": "false"}
+
+
+def failure_of(events: list[dict[str, Any]], channel_turn: ChannelTurn) -> ApiError | None:
+    """A turn that failed, answered after the fact: 502 with the contract error's code (OPENAI-003)."""
+    failed = next((event for event in events if event["type"] == "error"), None)
+    if failed is None:
+        return None
+    error = error_object(failed)
+    return ApiError(502, error["code"], error["message"], headers={**session_header(channel_turn), **NO_RETRY})
 
 
 def invalid(param: str, message: str) -> ApiError:

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS, SESSION_ID_MAX_LENGTH, SESSION_ID_PATTERN
 from reference_server.agent.service import AgentService
-from reference_server.auth import Caller
+from reference_server.controller.auth import Caller
 from reference_server.errors import ApiError
 from reference_server.json_input import json_value
 from reference_server.prelude import Authenticated, OpenedProject
@@ -30,18 +30,21 @@ from reference_server.turns.sse import HEARTBEAT_FRAME, NO_BUFFERING, event_fram
 
 from .openai_common import (
     MODEL_ID,
+    Usage,
     checked_boolean,
     checked_metadata,
     checked_model,
     checked_temperature,
     checked_user,
+    error_object,
+    failure_of,
     invalid,
     refuse_client_tools,
     refuse_unknown_members,
     split_conversation,
     unsupported,
+    usage_of,
 )
-from .openai_turn import Usage, error_object, failure_of, usage_of
 
 # OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false).
 RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}

@@ -6,7 +6,6 @@ body, so that each status and body is one that openapi.yaml documents for the op
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -21,16 +20,18 @@ from gns3_copilot_generated.api.rename_request import RenameSessionRequest
 from reference_server.json_input import json_body
 from reference_server.prelude import Authenticated, HistoryLimit, OpenedProject, OwnedSession, SessionIdInPath
 from reference_server.turns.core import ChannelTurn, TurnRequest, contract_events, start_channel_turn
+from reference_server.turns.sse import NO_BUFFERING, data_frame
 
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # FRAME-004
+SSE_HEADERS = NO_BUFFERING  # FRAME-004
 
 
 def sse_frames(channel_turn: ChannelTurn) -> AsyncIterator[str]:
-    """`data: <json>\\n\\n` per event and nothing else (FRAME-002, FRAME-003)."""
+    """`data: <json>\\n\\n` per event and nothing else (FRAME-002, FRAME-003): the contract's events as they are, in
+    the SSE framing every channel shares (turns/sse.py); its heartbeats are `heartbeat` events, and no end marker."""
 
     async def frames() -> AsyncIterator[str]:
         async for batch in contract_events(channel_turn):
-            yield "".join(f"data: {json.dumps(e, ensure_ascii=False, separators=(',', ':'))}\n\n" for e in batch)
+            yield "".join(data_frame(e) for e in batch)
 
     return frames()
 

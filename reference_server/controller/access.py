@@ -14,14 +14,12 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reference_server.timestamps import utc_now
 
 from .roles import CREATOR_ROLE, builtin_id
-
-if TYPE_CHECKING:
-    from .store import ControllerStore, User
+from .store import ControllerStore, User
 
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # The resource paths this server controls access to (gns3-server accepts the path of any of its endpoints).

@@ -8,11 +8,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Request, Response
 from pydantic import ConfigDict, Field
 
-from reference_server.auth import require_superadmin
 from reference_server.errors import ApiError
-from reference_server.prelude import Authenticated
 
 from .access import RESOURCE_PATH, AccessControl, Ace
+from .auth import Authenticated, require_superadmin
 from .bodies import StrictBody
 from .common import services_of
 

@@ -1,13 +1,14 @@
-"""What every controller route module shares: the authenticated caller and the application's services."""
+"""What the controller's route modules share: the application's services, and the check of a privilege on a project
+(asked by the chat API's route prelude too, reference_server/prelude.py)."""
 
 from __future__ import annotations
 
 from fastapi import Request
 
-from reference_server.auth import Caller
 from reference_server.errors import ApiError
 
 from .access import AccessControl, project_path
+from .auth import Caller
 
 
 def services_of(request: Request):

@@ -7,10 +7,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from reference_server.auth import Caller, require_superadmin
 from reference_server.errors import ApiError, from_pydantic
-from reference_server.prelude import Authenticated
 
+from .auth import Authenticated, Caller, require_superadmin
 from .bodies import StrictBody
 from .common import services_of
 

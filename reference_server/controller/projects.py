@@ -9,11 +9,11 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
 from reference_server.agent.tools import write_default_topology
-from reference_server.auth import Caller
 from reference_server.errors import ApiError
-from reference_server.prelude import Authenticated
+from reference_server.private_files import private_dir, write_private
 
 from .access import AccessControl
+from .auth import Authenticated, Caller
 from .bodies import StrictBody
 from .common import require_project_privilege, services_of
 from .roles import CHAT_PRIVILEGE
@@ -55,8 +55,6 @@ async def create_project(body: NewProject, caller: Authenticated, request: Reque
         project = await services.store.add_project(body.name)
     except Conflict as exc:
         raise ApiError(409, "conflict", str(exc)) from exc
-    from reference_server.private_files import private_dir, write_private
-
     directory = services.project_dir(project.project_id)
     try:
         private_dir(directory)

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiosqlite
 
+from reference_server.private_files import private_dir, private_file
 from reference_server.timestamps import utc_now
 
 from .roles import ACCESS_SCHEMA
@@ -103,8 +104,6 @@ class ControllerStore:
         self._db: aiosqlite.Connection | None = None
 
     async def open(self) -> None:
-        from reference_server.private_files import private_dir, private_file
-
         private_dir(self.path.parent)
         private_file(self.path)  # password hashes and sealed keys: 0600, and so its -wal and -shm files
         # Autocommit: every write is one statement, committed as it runs, so that no transaction stays open across

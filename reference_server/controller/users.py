@@ -9,10 +9,9 @@ from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
 import gns3_copilot_spec as spec
-from reference_server.auth import require_superadmin
 from reference_server.errors import ApiError, unauthorized
-from reference_server.prelude import Authenticated
 
+from .auth import Authenticated, require_superadmin
 from .bodies import StrictBody
 from .common import services_of
 from .security import LoginThrottle, decoy_hash, hash_password, verify_password

@@ -19,7 +19,7 @@ from gns3_copilot_generated.api.session_id import SessionId
 from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
 from reference_server.agent.context import set_request_context
 from reference_server.agent.turn import Turn
-from reference_server.auth import Caller
+from reference_server.controller.auth import Caller
 from reference_server.errors import ApiError, from_pydantic, validation_failed
 from reference_server.prelude import llm_settings, opened_project
 

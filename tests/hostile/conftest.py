@@ -19,7 +19,7 @@ from starlette.routing import compile_path
 import gns3_copilot_spec as spec
 from gns3_copilot_generated.constants import CHANNEL_PATHS
 from reference_server.app import create_app
-from reference_server.auth import authenticated
+from reference_server.controller.auth import authenticated
 from reference_server.controller.llm_configs import LlmConfigFields
 from reference_server.settings import Settings
 from tests.reference_server.conftest import Lab

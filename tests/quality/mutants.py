@@ -374,7 +374,7 @@ def _closed_project_answers() -> None:
 
 @mutant("401-without-www-authenticate", "401 answers have no WWW-Authenticate header", {"AUTH-002"})
 def _no_www_authenticate() -> None:
-    import reference_server.auth as auth
+    import reference_server.controller.auth as auth
     from reference_server.errors import ApiError
 
     auth.unauthorized = lambda message: ApiError(401, "unauthorized", message)

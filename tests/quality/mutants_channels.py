@@ -187,7 +187,7 @@ def _openai_refusals_in_contract_body() -> None:
     only=(OPENAI,),
 )
 def _openai_502_retried() -> None:
-    import reference_server.channels.openai_turn as openai_turn
+    import reference_server.channels.openai_common as openai_turn
 
     openai_turn.NO_RETRY = {}
 

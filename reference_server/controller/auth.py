@@ -1,15 +1,18 @@
-"""Bearer authentication, shared by the controller and the chat API (AUTH-001, AUTH-002); routes ask for it as
-`caller: Authenticated` (prelude.py)."""
+"""Bearer authentication of the controller's tokens, shared by the controller and the chat API (AUTH-001, AUTH-002):
+every route asks for the caller as `caller: Authenticated`, the controller's routes from here, the chat API's and
+the channels' through the route prelude (reference_server/prelude.py), which names it first among its checks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 
-from .controller.security import TokenClaims
-from .controller.store import User
-from .errors import AUTHENTICATES, ApiError, unauthorized
+from reference_server.errors import AUTHENTICATES, ApiError, unauthorized
+
+from .security import TokenClaims
+from .store import User
 
 
 @dataclass(frozen=True)
@@ -45,3 +48,6 @@ def require_superadmin(caller: Caller) -> None:
 
 
 setattr(authenticated, AUTHENTICATES, True)  # errors._caller_first finds the route's authentication by it
+
+# The authenticated caller, or 401 before any other check: the one way every route asks for it.
+Authenticated = Annotated[Caller, Depends(authenticated)]
