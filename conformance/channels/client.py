@@ -96,9 +96,8 @@ class ChannelClient:
 
     def _note_session(self, answer: ChannelAnswer, user: str | None, project_id: str | None) -> None:
         """A session a turn made goes in the run's ledger (the clean-up), where sessions can be deleted."""
-        session_id = answer.session_id
-        if self.env.target.serves_gns3 and user and isinstance(session_id, str) and session_id:
-            self.env.ledger.session(user, project_id or self.env.project_id, session_id)
+        if self.env.target.serves_gns3:
+            self.ctx.client.transport.note_session(user, project_id, answer.session_id)
 
 
 def _message_of(body: dict[str, Any] | bytes) -> str:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from conformance.harness.findings import Finding, Outcome
 from conformance.harness.machine_load import stretched
-from conformance.rules.framing import judge_frames
+from conformance.rules.framing import frame_events, judge_frames
 from conformance.rules.responses import response_violations
 from conformance.rules.stream_events import check_events, event_violations
 from conformance.rules.violations import Violation
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 class StreamResult:
     exchange: Exchange
     events: list[dict[str, Any]]
-    arrivals: list[float]  # seconds since the request was sent, per event
+    # Seconds since the request was sent, per event: when its frame's end came (an unfinished last frame's, when the
+    # body ended). The reader before the one tokenizer counted frame ends, so a frame without an event shifted the
+    # times of the events after it, and the events of an unfinished last frame had none.
+    arrivals: list[float]
     frame_violations: list[Violation]
     rule_violations: list[Violation]
     completed: bool  # the server closed the stream (not cut by the suite or a deadline)
@@ -111,8 +114,7 @@ class ChatClient:
         named = {e.get("session_id") for e in events if isinstance(e, dict)}
         named.add(body.get("session_id") if isinstance(body, dict) else None)
         for session_id in named:
-            if isinstance(session_id, str) and session_id:
-                self.env.ledger.session(user, project_id or self.env.project_id, session_id)
+            self.transport.note_session(user, project_id, session_id)
 
     async def call(
         self,
@@ -182,13 +184,14 @@ class ChatClient:
 
 
 def _on_event(stop_when: Callable[[dict[str, Any]], bool] | None) -> Callable[[Frame], bool] | None:
-    """A stop condition on the stream's events, as one on the tokenizer's frames (a frame whose data is no JSON
-    event stops nothing: it is FRAME-003's to report)."""
+    """A stop condition on the stream's events, as one on the tokenizer's frames: on the events the framing rules
+    read from the frame (a frame whose data is no JSON object stops nothing: it is FRAME-002/003's to report). The
+    reader before the one tokenizer looked at `\\n\\n` frame ends only and a frame's first `data:` line: a stream
+    with CR line ends was never stopped, and now is where its events say so."""
     if stop_when is None:
         return None
 
     def on_frame(frame: Frame) -> bool:
-        event = frame.json()
-        return isinstance(event, dict) and stop_when(event)
+        return any(stop_when(event) for event in frame_events(frame))
 
     return on_frame

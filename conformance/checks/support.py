@@ -241,9 +241,12 @@ def events_of(exchange: Exchange) -> list[dict[str, Any]]:
     """The events of a stream answer, parsed leniently (also from a body read by `ctx.client.call`)."""
     if exchange.events or not is_stream(exchange):
         return exchange.events
-    # Leniently: an unterminated last frame counts too (the framing rules judge it, not this reading).
-    frames = parse(exchange.body + "\n\n").frames
-    return [event for event in (frame.json() for frame in frames) if isinstance(event, dict)]
+    # Leniently, as this reading always was: each `data:` line an event, an unterminated last frame's too (the
+    # framing rules judge the framing, not this reading).
+    sse = parse(exchange.body)
+    frames = [*sse.frames, *([sse.unfinished] if sse.unfinished else [])]
+    events = (json_or_none(value.strip()) for frame in frames for value in frame.data_lines)
+    return [event for event in events if isinstance(event, dict)]
 
 
 def refused_in_stream(events: list[dict[str, Any]]) -> bool:

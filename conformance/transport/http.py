@@ -1,6 +1,7 @@
 """The suite's one HTTP transport: a request read whole, or a stream read frame by frame through the one SSE
 tokenizer (sse.py), each under a hard deadline, optionally on a fresh connection, each kept as evidence (an Exchange
-in the check's list) with its tokens redacted, the headers a rule is about kept and a transport error worded once.
+in the check's list) with its tokens redacted, the headers a rule is about kept and a transport error worded once;
+the sessions a turn made go in the run's ledger from here too.
 
 The GNS3 chat stream (conformance/channels/gns3_stream.py) and the channels (conformance/channels/client.py) are
 adapters over it: they build the protocol's request and read the protocol's meaning out of the answer."""
@@ -87,6 +88,11 @@ class Transport:
 
     def __init__(self, env: Environment, exchanges: list[Exchange]) -> None:
         self.env, self.exchanges = env, exchanges
+
+    def note_session(self, user: str | None, project_id: str | None, session_id: object) -> None:
+        """A session a turn may have made goes in the run's ledger, with who made it (for the clean-up)."""
+        if user and isinstance(session_id, str) and session_id:
+            self.env.ledger.session(user, project_id or self.env.project_id, session_id)
 
     def headers_for(self, user: str | None, headers: dict[str, str] | None, *, json_body: bool) -> dict[str, str]:
         sent = {**(self.env.authorization(user) if user is not None else {}), **(headers or {})}

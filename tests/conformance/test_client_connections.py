@@ -7,20 +7,25 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from conformance.channels.gns3_stream import ChatClient
 from conformance.harness.environment import Environment, User
 from conformance.harness.target import load_target
 
 
-async def _peer_ports(fresh: bool, requests: int = 3) -> list[int]:
-    """The client ports a tiny keep-alive HTTP server saw, for `requests` calls of one ChatClient."""
+async def _peer_ports(fresh: bool, requests: int = 3, *, stream: bool = False) -> list[int]:
+    """The client ports a tiny keep-alive HTTP server saw, for `requests` calls (or streams) of one ChatClient."""
     ports: list[int] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:  # one request after another on the connection, until the client closes it
             try:
-                await reader.readuntil(b"\r\n\r\n")
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    (int(h.split(b":")[1]) for h in head.lower().split(b"\r\n") if h.startswith(b"content-length:")), 0
+                )
+                await reader.readexactly(length)
             except (asyncio.IncompleteReadError, ConnectionError):
                 break
             ports.append(writer.get_extra_info("peername")[1])
@@ -35,13 +40,17 @@ async def _peer_ports(fresh: bool, requests: int = 3) -> list[int]:
         env = Environment(load_target(None), f"http://127.0.0.1:{port}", "", {}, users, "p", "c", None, None, shared)
         client = ChatClient(env, "test.connections")
         for _ in range(requests):
-            exchange = await client.call("GET", "/sessions", fresh=fresh)
+            if stream:
+                exchange = (await client.stream({"message": "hi"}, fresh=fresh, deadline=10)).exchange
+            else:
+                exchange = await client.call("GET", "/sessions", fresh=fresh)
             assert exchange.status == 200, exchange.error
     return ports
 
 
-def test_fresh_requests_each_open_a_connection_of_their_own():
-    ports = asyncio.run(_peer_ports(fresh=True))
+@pytest.mark.parametrize("stream", [False, True], ids=["call", "stream"])
+def test_fresh_requests_each_open_a_connection_of_their_own(stream):
+    ports = asyncio.run(_peer_ports(fresh=True, stream=stream))
     assert len(ports) == 3 and len(set(ports)) == 3
 
 

@@ -20,14 +20,20 @@ BODIES = [
     'data: {"a": 1}\r\rdata: {"b": 2}\r\r',  # CR alone
     ": heartbeat\n\nevent: message\ndata: one\ndata: two\nid: 7\nretry: 5\nfoo: bar\n\n",
     'data: {"a": 1}\n\n\n\ndata: {"b": 2}\n\ndata: {"unfinished": ',  # blank runs, an unterminated frame
+    "\r\n\ndata: 1\r\ndata: 2\r\r\r\ndata: 3\r",  # blank lines before any frame, a CR at the very end
     "data: [DONE]\n\n",
     "",
 ]
 
 
+def _frame_shape(f) -> tuple:
+    return f.index, f.raw, f.lines, f.event, f.data, f.data_lines, f.comments, f.unknown_fields
+
+
 def _shape(body) -> tuple:
-    frames = [(f.index, f.raw, f.event, f.data, f.comments, f.unknown_fields) for f in body.frames]
-    return frames, body.line_ends, body.unterminated
+    frames = [_frame_shape(f) for f in body.frames]
+    unfinished = _frame_shape(body.unfinished) if body.unfinished else None
+    return frames, body.line_ends, body.unterminated, unfinished, body.extra_blank_lines
 
 
 @pytest.mark.parametrize("text", BODIES)
@@ -59,6 +65,26 @@ def test_a_cr_at_the_end_of_a_piece_waits_for_the_next():
     assert tokenizer.body().line_ends == {"\r\n"}
 
 
+def test_blank_lines_that_end_no_frame_and_the_unfinished_frame_are_kept_for_the_rules():
+    body = parse("\n\ndata: 1\n\n\ndata: 2\n\n\n\n\ndata: 3\ndata:")
+    assert [f.data for f in body.frames] == ["1", "2"]
+    assert body.extra_blank_lines == [(0, 2), (1, 1), (2, 3)]  # (frames before the run, its length)
+    assert body.unfinished.lines == ["data: 3", "data:"] and body.unfinished.data_lines == ["3", ""]
+    assert body.unterminated == "data: 3\ndata:"
+    assert parse("data: 1\n").unfinished.lines == ["data: 1", ""]  # the line end came, the blank line did not
+    assert parse("data: 1\n\n\n").extra_blank_lines == [(1, 1)] and parse("data: 1\n\n").unfinished is None
+
+
+def test_a_frame_ended_by_a_lone_cr_ended_when_the_cr_came():
+    tokenizer = SseTokenizer()
+    assert tokenizer.feed("data: 1\r\r", at=1.0) == []  # the second CR may still be half of a CRLF
+    assert [(f.data, f.at) for f in tokenizer.feed("data: 2\r\n\r", at=3.0)] == [("1", 1.0)]
+    assert [(f.data, f.at) for f in tokenizer.feed("\n", at=5.0)] == [("2", 5.0)]  # a CRLF ends when its LF comes
+    tokenizer.feed("data: 3\r\r", at=6.0)
+    assert [(f.data, f.at) for f in tokenizer.body().frames][-1] == ("3", 6.0)  # the body ended on the CR
+    assert tokenizer.body().line_ends == {"\r", "\r\n"}
+
+
 def test_each_frame_is_stamped_with_the_arrival_of_its_end():
     tokenizer = SseTokenizer()
     assert tokenizer.feed("data: 1\n", at=0.5) == []
@@ -74,6 +100,16 @@ SEPARATORS = {"\n\n", "\r\n\r\n", "\r\r"}
 
 
 SPLITTING = {"split", "rsplit", "partition", "rpartition", "find", "rfind", "index", "rindex", "endswith", "count"}
+
+
+def _splits_lines(node: ast.AST) -> bool:
+    """`x.splitlines()`, or a split on a line end (the framing rules read a frame's lines from the tokenizer)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr == "splitlines":
+        return True
+    line_end = any(isinstance(arg, ast.Constant) and arg.value in ("\n", "\r\n", "\r") for arg in node.args)
+    return node.func.attr in ("split", "rsplit", "partition") and line_end
 
 
 def second_tokenizers(source: str, name: str = "<module>") -> list[str]:
@@ -102,11 +138,8 @@ def second_tokenizers(source: str, name: str = "<module>") -> list[str]:
             if separator(node.left):
                 found.append(f"{name}:{node.lineno}: a search for the frame separator")
     for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-        calls = {
-            c.func.attr for c in ast.walk(function) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-        }
         fields = any(isinstance(c, ast.Constant) and c.value in ("data:", "data: ") for c in ast.walk(function))
-        if "splitlines" in calls and fields:
+        if fields and any(_splits_lines(c) for c in ast.walk(function)):
             found.append(f"{name}:{function.lineno}: {function.name} reads `data:` lines of a body")
     return found
 
@@ -115,7 +148,8 @@ def test_the_detector_finds_the_splitters_the_suite_once_had():
     framing = 'FRAME_END = "\\n\\n"\ndef parse(body):\n    return body.split(FRAME_END)\n'
     reader = 'def read(buffer):\n    while "\\n\\n" in buffer:\n        frame, buffer = buffer.split("\\n\\n", 1)\n'
     lenient = 'def events(body):\n    return [l for l in body.splitlines() if l.startswith("data:")]\n'
-    assert all(second_tokenizers(source) for source in (framing, reader, lenient))
+    lines = 'def judge(frame):\n    return [l for l in frame.split("\\n") if not l.startswith("data: ")]\n'
+    assert all(second_tokenizers(source) for source in (framing, reader, lenient, lines))
     assert second_tokenizers('text = "\\n\\n".join(paragraphs) + body + "\\n\\n"\n') == []
 
 

@@ -22,9 +22,17 @@ def anyio_backend():
     return "asyncio"
 
 
+async def _stalling():
+    yield b'data: {"type": "content"}\n\n'
+    await asyncio.sleep(5)
+    yield b'data: {"type": "done"}\n\n'
+
+
 async def _answer(request: httpx.Request) -> httpx.Response:
     if request.url.path == "/slow":
         await asyncio.sleep(5)
+    if request.url.path == "/stalls":
+        return httpx.Response(200, content=_stalling(), headers={"content-type": "text/event-stream"})
     if request.url.path == "/stream":
         return httpx.Response(
             200,
@@ -75,3 +83,21 @@ async def test_a_stream_is_read_through_the_tokenizer_and_cut_where_the_caller_s
     cut = await transport.stream("http://t/stream", b"{}", deadline=5, stop_when=lambda f: "stop" in (f.data or ""))
     # The mock answers in one piece: the cut is seen after the piece that completed the frame.
     assert not cut.completed and len(exchanges) == 2
+
+
+async def test_a_stream_past_its_deadline_keeps_the_frames_that_came_and_says_whose_deadline():
+    exchanges: list = []
+    answer = await _transport(exchanges).stream("http://t/stalls", b"{}", deadline=0.3)
+    assert not answer.completed and [f.data for f in answer.sse.frames] == ['{"type": "content"}']
+    assert answer.exchange.error.startswith("TimeoutError after 0.") and "the suite's deadline" in answer.exchange.error
+    assert answer.exchange.status == 200 and exchanges == [answer.exchange]
+
+
+def test_the_gns3_stop_condition_sees_the_events_the_framing_rules_read():
+    """Whatever the line ends (the reader before the one tokenizer never stopped a CRLF stream)."""
+    from conformance.channels.gns3_stream import _on_event
+    from conformance.transport.sse import parse
+
+    stop = _on_event(lambda event: event.get("type") == "content")
+    frames = parse('data: {"type": "x"}\r\n\r\ndata: {"type": "content"}\r\n\r\ndata: 1\n\n').frames
+    assert [stop(frame) for frame in frames] == [False, True, False]
