@@ -48,16 +48,7 @@ def chat_client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Vio
                 )
             ]
         return []
-    if not read.ok:
-        return [Violation("OPENAI-002", f"the `openai` client rejected the stream: {read.error}")]
-    if read.text != expected.text:
-        return [
-            Violation(
-                "OPENAI-002",
-                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}",
-            )
-        ]
-    return []
+    return _assembled(read, expected, "OPENAI-002", "the `openai` client")
 
 
 def responses_client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violation]:
@@ -73,13 +64,17 @@ def responses_client_violations(read: ClientRead, expected: ExpectedTurn) -> lis
                 )
             ]
         return []
+    return _assembled(read, expected, "OPENAI-006", "the `openai` client's responses.stream")
+
+
+def _assembled(read: ClientRead, expected: ExpectedTurn, requirement: str, reader: str) -> list[Violation]:
+    """A finishing turn read by the `openai` client: read to its end, and the script's text assembled."""
     if not read.ok:
-        return [Violation("OPENAI-006", f"the `openai` client's responses.stream rejected the stream: {read.error}")]
+        return [Violation(requirement, f"{reader} rejected the stream: {read.error}")]
     if read.text != expected.text:
         return [
             Violation(
-                "OPENAI-006",
-                f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}",
+                requirement, f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}"
             )
         ]
     return []
