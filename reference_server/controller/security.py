@@ -10,6 +10,7 @@ import os
 import secrets
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,13 +48,13 @@ class LoginThrottle:
     start (`begin`) until it succeeds (`succeeded`), so that concurrent attempts cannot all slip in before the first
     of them has failed."""
 
-    def __init__(self, max_failures: int, window_seconds: float) -> None:
-        self.max_failures, self.window = max_failures, window_seconds
+    def __init__(self, max_failures: int, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_failures, self.window, self._clock = max_failures, window_seconds, clock
         self._failures: dict[str, deque[float]] = {}
 
     def begin(self, username: str) -> int:
         """0 when the attempt may go on (and counts as failed until it succeeds), else the whole seconds to wait."""
-        now = time.monotonic()
+        now = self._clock()
         for name in [n for n, times in self._failures.items() if not times or times[-1] <= now - self.window]:
             del self._failures[name]  # whole entries out of the window: the map stays as small as the recent abuse
         times = self._failures.setdefault(username, deque())
