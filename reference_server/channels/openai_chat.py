@@ -29,6 +29,7 @@ from .openai_common import (
     checked_metadata,
     checked_model,
     checked_temperature,
+    checked_token_bound,
     checked_user,
     error_object,
     failure_of,
@@ -44,7 +45,7 @@ from .openai_common import (
 # OPENAI-001: what a chat completion request may carry; `tools`, `functions` and `tool_choice` only empty / none /
 # auto (CHANNEL-006); `n` only 1.
 CHAT_MEMBERS = {"model", "messages", "stream", "stream_options", "temperature", "metadata", "user", "tools"}
-CHAT_MEMBERS |= {"functions", "tool_choice", "n"}
+CHAT_MEMBERS |= {"functions", "tool_choice", "n", "max_completion_tokens", "max_tokens"}
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
             raise unsupported(f"stream_options.{name}")
     include_usage = checked_boolean(options or {}, "include_usage", False, "stream_options.include_usage")
     checked_user(body)
+    checked_token_bound(body, "max_completion_tokens", "max_tokens")
     wanted = TurnRequest(
         session_id=checked_metadata(body).get("session_id"),
         message=message,

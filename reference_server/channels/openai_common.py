@@ -143,6 +143,16 @@ def checked_temperature(body: dict[str, Any]) -> float | None:
     return float(value)
 
 
+def checked_token_bound(body: dict[str, Any], *names: str) -> None:
+    """OPENAI-001, OPENAI-005: a bound on a generation's tokens (`max_completion_tokens`, `max_tokens`,
+    `max_output_tokens`), a positive integer or null. Accepted as the API defines it (OPENAI-PROTO-001) and not
+    applied: a copilot turn is an agent's run of several generations, which the contract does not cut."""
+    for name in names:
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise invalid(name, f"'{name}' must be a positive integer")
+
+
 def checked_boolean(body: dict[str, Any], name: str, default: bool, param: str | None = None) -> bool:
     value = body.get(name)
     if value is None:

@@ -35,6 +35,7 @@ from .openai_common import (
     checked_metadata,
     checked_model,
     checked_temperature,
+    checked_token_bound,
     checked_user,
     error_object,
     failure_of,
@@ -48,6 +49,7 @@ from .openai_common import (
 
 # OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false).
 RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}
+RESPONSE_MEMBERS |= {"max_output_tokens"}
 RESPONSE_MEMBERS |= {"store", "user", "tools", "tool_choice"}
 INPUT_PART_TYPES = ("input_text", "output_text", "text")
 _RESPONSE_ID = re.compile(rf"resp_(?P<session>(?:[0-9a-f]{{2}}){{1,{SESSION_ID_MAX_LENGTH}}})_(?P<turn>[0-9a-f]{{32}})")
@@ -119,6 +121,7 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | 
         raise invalid("instructions", "'instructions' must be a string")
     instructions = "\n\n".join(part for part in (extra, instructions) if part) or None
     checked_user(body)
+    checked_token_bound(body, "max_output_tokens")
     named = checked_metadata(body).get("session_id")
     given_previous = body.get("previous_response_id")
     previous = previous_response(given_previous) if given_previous is not None else None

@@ -2381,7 +2381,7 @@ export type LlmModelConfigList = {
 export type OpenAiErrorBody = {
     error: {
         message: string;
-        type: 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'not_found_error' | 'conflict_error' | 'rate_limit_error' | 'server_error';
+        type: 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'conflict_error' | 'rate_limit_error' | 'server_error';
         param: string | null;
         code: string;
     };
