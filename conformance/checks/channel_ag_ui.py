@@ -1,5 +1,7 @@
-"""The AG-UI channel (AGUI-*): the RunAgentInput HttpAgent sends, and the run judged by the protocol's rules
-(conformance/rules/ag_ui.py) and by @ag-ui/client's own pipeline over each recorded body."""
+"""The AG-UI channel (AGUI-*): the RunAgentInput HttpAgent sends, and the run judged in two voices, the protocol's
+(AGUI-PROTO-*, conformance/rules/ag_ui_protocol.py) and the contract's (AGUI-002, AGUI-003, conformance/rules/ag_ui.py),
+and by @ag-ui/client's own pipeline over each recorded body: HttpAgent applies verifyEvents, the protocol's official
+validator, whose rejection is reported, in its own words, under the AGUI-PROTO requirement it states."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ from conformance.channels.real_clients import ClientRead
 from conformance.checks import check
 from conformance.checks.blame import unless_blocked
 from conformance.checks.context import CheckContext
-from conformance.checks.support_channels import endpoint, real_client_reads, record
+from conformance.checks.support_channels import endpoint, real_client_reads, record, usage_violations
 from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.errors import HarnessError
 from conformance.rules import ag_ui as rules_ag_ui
-from conformance.rules import official
+from conformance.rules import ag_ui_protocol, official
 from conformance.rules.expected import ExpectedTurn, expected_turn
 from conformance.rules.violations import Violation, short
 
@@ -45,9 +47,11 @@ def _tool_calls(read: ClientRead) -> list[tuple[Any, Any]]:
 
 def client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violation]:
     """What @ag-ui/client's HttpAgent made of the body: the run accepted with the scripted text and tool calls, or,
-    for a failing turn, ended by the run error with the contract's code; a rejection is what its user would see."""
+    for a failing turn, ended by the run error with the contract's code; a rejection is what its user would see: a
+    protocol violation (its verifyEvents or its parser), under the AGUI-PROTO requirement its message states."""
     if not read.ok:
-        return [Violation("AGUI-002", f"@ag-ui/client rejected the run: {read.error}")]
+        requirement = ag_ui_protocol.client_requirement(read.error or "")
+        return [Violation(requirement, f"@ag-ui/client (HttpAgent, verifyEvents) rejected the run: {read.error}")]
     if expected.fails:
         if read.error_code != rules_ag_ui.FAILED_CODE:
             run_error = read.detail.get("runError")
@@ -157,8 +161,11 @@ async def run(ctx: CheckContext) -> None:
     for turn, why in zip(turns, whys, strict=True):
         answer = turn.answer
         if answer.status != 200 or not answer.streamed or not answer.completed:
+            # A 200 that is no event stream breaks the protocol; a refusal or a stream cut short, the contract's run.
+            requirement = "AGUI-PROTO-001" if answer.status == 200 and answer.completed else "AGUI-002"
             ended = "" if answer.completed else " (the stream did not end)"
-            record(ctx, [Violation("AGUI-002", f"the run was not streamed{ended}: {answer.describe()}")], answer, set())
+            message = f"the run was not streamed{ended}: {answer.describe()}"
+            record(ctx, [Violation(requirement, message)], answer, set())
             continue
         judged.append((turn, why))
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
@@ -166,6 +173,15 @@ async def run(ctx: CheckContext) -> None:
         found = rules_ag_ui.judge(turn.answer, turn.expected) + client_violations(read, turn.expected)
         if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
             found.append(Violation("AGUI-002", why))
-        record(ctx, found, turn.answer, {"AGUI-002", "AGUI-003"})
+        found += await _run_error_usage(ctx, turn)
+        record(ctx, found, turn.answer, set(rules_ag_ui.JUDGED))
     if len(judged) < len(turns):
         ctx.findings.not_testable("AGUI-003", "some runs were not streamed: how they end could not be judged")
+
+
+async def _run_error_usage(ctx: CheckContext, turn: Turn) -> list[Violation]:
+    """AGUI-003: a usage on RUN_ERROR is optional (the protocol: no count without data); when sent, the turn's."""
+    ending = _event(turn.answer, rules_ag_ui.TERMINAL)
+    if ending.get("type") != "RUN_ERROR" or ending.get("usage") is None or turn.answer.usage is None:
+        return []
+    return await usage_violations(ctx, turn, "AGUI-003")

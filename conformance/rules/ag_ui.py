@@ -1,12 +1,15 @@
-"""The rules of AG-UI 1.0 as the contract maps a turn (AGUI-002, AGUI-003), judged over one recorded answer.
+"""The AG-UI channel's rules: the protocol's own (AGUI-PROTO-001..005, conformance/rules/ag_ui_protocol.py) and what
+the contract adds on top of them (AGUI-002, AGUI-003), judged over one recorded answer.
 
-`judge(answer, expected)` -> [Violation]: the framing (LF-only `data: <event>\\n\\n`, no `[DONE]`), each event valid
-against the official `@ag-ui/core` event schema, RUN_STARTED first with the request's thread and run, text messages
-and tool calls opened, fed and closed by id, each tool call's parentMessageId its generation's message, TOOL_CALL_RESULT
-(role tool) for a known call, everything closed before the run ends (AGUI-002); and the end: RUN_FINISHED with the
-thread, run and usage, or RUN_ERROR with message, code and usage for a failing turn, nothing after (AGUI-003). With the
-script's ExpectedTurn, the text of each generation and the tool calls (name, parsed arguments) are judged exact.
-What @ag-ui/client lets through (no RUN_FINISHED, a result for an unknown call) is judged here.
+`judge(answer, expected)` -> [Violation], both voices. The contract's additions: the framing (`data: <event>\\n\\n`
+frames, LF only, no other field, no unfinished frame), RUN_STARTED with the request's thread and run, each text
+message an assistant one under a new id, each tool call started once with a parentMessageId (its generation's
+message, which for a generation without text may be a message without content), arguments that make JSON, a
+TOOL_CALL_RESULT (role tool) for each ended call (AGUI-002); one run per answer, ended by RUN_FINISHED with the
+thread, run and usage, or RUN_ERROR with message and code (a usage on it optional) (AGUI-003). With the script's
+ExpectedTurn, the text of each generation and the tool calls (name, parsed arguments) are judged exact. Whatever the
+protocol itself forbids (an event of no open message or call, RUN_FINISHED with work still open, events after the
+run's end that verifyEvents refuses) is the protocol module's, never counted here again.
 """
 
 from __future__ import annotations
@@ -15,16 +18,16 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from conformance.rules import official
+from conformance.rules import ag_ui_protocol as protocol
 from conformance.rules.ui import _usage_problem, ident, request_body
 from conformance.rules.violations import Violation, short
-from conformance.transport.sse import INVALID
 
 if TYPE_CHECKING:
     from conformance.channels.endpoints import ChannelAnswer
     from conformance.rules.expected import ExpectedTurn
 
 EVENTS, END = "AGUI-002", "AGUI-003"
+JUDGED = frozenset({EVENTS, END}) | protocol.PROTOCOL  # every requirement judge() speaks for
 MAPPED = frozenset(
     {
         "RUN_STARTED",
@@ -39,18 +42,16 @@ MAPPED = frozenset(
         "RUN_ERROR",
     }
 )
-TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
+TERMINAL = protocol.TERMINAL
 FAILED_CODE = "llm_error"  # the contract's code of a turn whose generation failed (the failing scripts' only kind)
 
 
 def framing(answer: ChannelAnswer) -> list[Violation]:
-    """text/event-stream of `data: <event>\\n\\n` frames, LF only, no [DONE], each event valid for @ag-ui/core."""
-    content_type = answer.headers.get("content-type", "")
-    found = []
-    if not content_type.startswith("text/event-stream"):
-        found.append(Violation(EVENTS, f"the answer's content-type is {content_type!r}, not text/event-stream"))
+    """The contract's frames: `data: <event>\\n\\n`, LF only, no other field, none left unfinished (HttpAgent would
+    read an unfinished last frame, an `event:` field or CRLF-free frames alike: these are the contract's)."""
     if answer.sse is None:
-        return found + [Violation(EVENTS, f"the answer is no SSE stream: {answer.describe()}")]
+        return []
+    found = []
     odd_ends = sorted(answer.sse.line_ends - {"\n"})
     if odd_ends:
         found.append(Violation(EVENTS, f"frames must be separated by LF only; the body has line ends {odd_ends}"))
@@ -58,31 +59,8 @@ def framing(answer: ChannelAnswer) -> list[Violation]:
         if frame.event is not None or frame.unknown_fields:
             fields = ([f"event: {frame.event}"] if frame.event is not None else []) + frame.unknown_fields
             found.append(Violation(EVENTS, f"a frame has fields besides data: {fields}", frame.index))
-        if frame.is_comment:
-            continue
-        if frame.is_done:
-            found.append(Violation(EVENTS, "AG-UI sends no data: [DONE]", frame.index))
-            continue
-        event = frame.json()
-        if event is INVALID or not isinstance(event, dict):
-            found.append(Violation(EVENTS, f"the frame's data is not a JSON object: {short(frame.raw)}", frame.index))
-            continue
-        problems = official.errors("ag_ui_event", event)
-        if problems:
-            found.append(
-                Violation(EVENTS, f"the event {short(event)} is invalid: {'; '.join(problems[:2])}", frame.index)
-            )
     if answer.sse.unterminated.strip():
         found.append(Violation(EVENTS, f"the body ends in an unfinished frame: {short(answer.sse.unterminated)}"))
-    return found
-
-
-def events(answer: ChannelAnswer) -> list[tuple[int, dict[str, Any]]]:
-    found = []
-    for frame in answer.sse.messages if answer.sse else []:
-        event = frame.json()
-        if event is not INVALID and isinstance(event, dict):
-            found.append((frame.index, event))
     return found
 
 
@@ -99,10 +77,10 @@ class _Run:
     def __init__(self, answer: ChannelAnswer, expected: ExpectedTurn | None) -> None:
         self.answer, self.expected = answer, expected
         self.found: list[Violation] = []
-        self.open_texts: set[str] = set()
+        self.open_texts: set[Any] = set()
         self.texts: list[tuple[int, Any, str]] = []  # (index, messageId, text) per text message, in order
-        self.calls: dict[str, _Call] = {}
-        self.order: list[str] = []  # tool call ids in TOOL_CALL_START order
+        self.calls: dict[Any, _Call] = {}
+        self.order: list[Any] = []  # tool call ids in TOOL_CALL_START order
         self.started: dict[str, Any] = {}
 
     def bad(self, message: str, index: int | None = None, requirement: str = EVENTS) -> None:
@@ -110,23 +88,18 @@ class _Run:
 
     def run(self, found: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
         if not found:
-            self.bad("the stream has no event")
-            self.bad("the run never ends: no RUN_FINISHED or RUN_ERROR", requirement=END)
-            return self.found
+            return self.found  # no event at all: the protocol's (AGUI-PROTO-002)
         self.run_started(*found[0])
         terminal = [(position, index, e) for position, (index, e) in enumerate(found) if e.get("type") in TERMINAL]
         for index, event in found:
             kind = event.get("type")
-            if kind not in MAPPED:
-                continue  # another AG-UI event (steps, snapshots, CUSTOM, RAW): valid (the schema), not in the rule
-            if kind == "RUN_STARTED":
-                if index != found[0][0]:
-                    self.bad("a second RUN_STARTED", index)
-            elif kind.startswith("TEXT_MESSAGE_"):
+            if kind not in MAPPED or kind == "RUN_STARTED":
+                continue  # other AG-UI events (steps, snapshots, CUSTOM, RAW) are the protocol's alone
+            if kind.startswith("TEXT_MESSAGE_"):
                 self.text(index, event, kind)
             elif kind.startswith("TOOL_CALL_"):
                 self.tool(index, event, kind)
-            elif kind in TERMINAL:
+            else:
                 self.closed_at(index, kind)
                 break
         self.end(found, terminal)
@@ -135,9 +108,11 @@ class _Run:
         return self.found
 
     def run_started(self, index: int, event: dict[str, Any]) -> None:
+        if event.get("type") == "RUN_ERROR":
+            # The protocol admits a run that fails before it starts; the contract's run starts with RUN_STARTED.
+            self.bad("the run has no RUN_STARTED naming the request's thread and run: it begins with RUN_ERROR", index)
         if event.get("type") != "RUN_STARTED":
-            self.bad(f"the first event is {short(event)}, not RUN_STARTED", index)
-            return
+            return  # anything else first: the protocol's (AGUI-PROTO-002)
         self.started = event
         request = request_body(self.answer)
         for key in ("threadId", "runId"):
@@ -149,15 +124,13 @@ class _Run:
         if kind == "TEXT_MESSAGE_START":
             if event.get("role") != "assistant":
                 self.bad(f"TEXT_MESSAGE_START has role {event.get('role')!r}, not assistant", index)
-            if any(m == message_id for _, m, _ in self.texts):
-                self.bad(f"TEXT_MESSAGE_START reuses the message id {message_id!r}", index)
+            if message_id not in self.open_texts and any(m == message_id for _, m, _ in self.texts):
+                self.bad(f"TEXT_MESSAGE_START reuses the id {message_id!r} of an ended message", index)
             self.open_texts.add(message_id)
             self.texts.append((index, message_id, ""))
-            return
-        if message_id not in self.open_texts:
-            self.bad(f"{kind} for the message {message_id!r}, which is not open", index)
-            return
-        if kind == "TEXT_MESSAGE_CONTENT":
+        elif message_id not in self.open_texts:
+            return  # of no open message: the protocol's (AGUI-PROTO-003)
+        elif kind == "TEXT_MESSAGE_CONTENT":
             position = max(i for i, (_, m, _) in enumerate(self.texts) if m == message_id)
             at, _, text = self.texts[position]
             delta = event.get("delta") if isinstance(event.get("delta"), str) else ""
@@ -169,65 +142,76 @@ class _Run:
         call_id = ident(event.get("toolCallId"))
         call = self.calls.get(call_id)
         if kind == "TOOL_CALL_START":
+            if call is not None and call.state != "open":
+                self.bad(f"a second TOOL_CALL_START of the ended call {call_id!r}", index)
             if call is not None:
-                self.bad(f"a second TOOL_CALL_START of {call_id!r}", index)
+                return  # of a call still open: the protocol's (AGUI-PROTO-004)
             parent = ident(event.get("parentMessageId"))
             if not isinstance(parent, str) or not parent:
                 self.bad(f"TOOL_CALL_START of {call_id!r} has no parentMessageId", index)
             self.calls[call_id] = _Call(event.get("toolCallName"), parent, index)
             self.order.append(call_id)
-            return
-        want = "ended" if kind == "TOOL_CALL_RESULT" else "open"
-        if call is None or call.state != want:
-            state = "an unknown call" if call is None else f"a call in state {call.state}"
-            self.bad(f"{kind} for {call_id!r}, {state} (expected {want})", index)
-            return
-        if kind == "TOOL_CALL_ARGS":
+        elif kind == "TOOL_CALL_RESULT":
+            if call is None or call.state != "ended":
+                state = "an unknown call" if call is None else f"a call in state {call.state}"
+                self.bad(f"TOOL_CALL_RESULT for {call_id!r}, {state} (expected ended)", index)
+                return
+            call.state = "result"
+            if event.get("role") != "tool":
+                self.bad(f"TOOL_CALL_RESULT of {call_id!r} has role {event.get('role')!r}, not tool", index)
+        elif call is None or call.state != "open":
+            return  # ARGS or END of no open call: the protocol's (AGUI-PROTO-004)
+        elif kind == "TOOL_CALL_ARGS":
             call.arguments += event["delta"] if isinstance(event.get("delta"), str) else ""
-        elif kind == "TOOL_CALL_END":
+        else:
             call.state = "ended"
             try:
                 json.loads(call.arguments)
             except ValueError:
                 self.bad(f"the TOOL_CALL_ARGS of {call_id!r} make {call.arguments!r}, not JSON", index)
-        else:
-            call.state = "result"
-            if event.get("role") != "tool":
-                self.bad(f"TOOL_CALL_RESULT of {call_id!r} has role {event.get('role')!r}, not tool", index)
 
     def closed_at(self, index: int, kind: str) -> None:
-        for message_id in sorted(map(str, self.open_texts)):
-            self.bad(f"the text message {message_id} is still open at {kind}", index)
+        """RUN_FINISHED with a message or call open is the protocol's (AGUI-PROTO-005), and RUN_ERROR may end a run
+        with them open; the contract adds each ended call's result before RUN_FINISHED."""
+        if kind != "RUN_FINISHED":
+            return
         for call_id, call in self.calls.items():
-            if call.state == "open":
-                self.bad(f"the tool call {call_id} is still open (no TOOL_CALL_END) at {kind}", index)
-            elif call.state == "ended" and kind == "RUN_FINISHED":
+            if call.state == "ended":
                 self.bad(f"the tool call {call_id} has no TOOL_CALL_RESULT before {kind}", index)
 
     def end(self, found: list[tuple[int, dict[str, Any]]], terminal: list[tuple[int, int, dict[str, Any]]]) -> None:
         if not terminal:
-            last = [e.get("type") for _, e in found[-3:]]
-            self.bad(f"the run never ends: no RUN_FINISHED or RUN_ERROR (last events {last})", requirement=END)
+            self.bad("no RUN_FINISHED or RUN_ERROR carries the run's end (its thread, run and usage)", requirement=END)
             return
         position, index, event = terminal[0]
         if position != len(found) - 1:
-            after = [e.get("type") for _, e in found[position + 1 :][:5]]
-            self.bad(f"events follow {event.get('type')}: {after}", found[position + 1][0], END)
+            following = found[position + 1][1].get("type")
+            # A new run's RUN_STARTED, or a late RUN_ERROR after RUN_FINISHED, the protocol admits (spec 1.0
+            # lifecycle; verifyEvents); the contract's answer is one run. Any other event is the protocol's.
+            if following == "RUN_STARTED" or (following == "RUN_ERROR" and event.get("type") == "RUN_FINISHED"):
+                after = [e.get("type") for _, e in found[position + 1 :][:5]]
+                self.bad(
+                    f"events follow {event.get('type')}: {after} (one run per answer)", found[position + 1][0], END
+                )
         if event.get("type") == "RUN_FINISHED":
-            for key in ("threadId", "runId"):
-                if event.get(key) != self.started.get(key) or key not in self.started:
-                    self.bad(
-                        f"RUN_FINISHED has {key} {event.get(key)!r}; RUN_STARTED had {self.started.get(key)!r}",
-                        index,
-                        END,
-                    )
+            self.finished(index, event)
         else:
             for key in ("message", "code"):
                 if not isinstance(event.get(key), str) or not event[key].strip():
                     self.bad(f"RUN_ERROR has no {key}: {short(event)}", index, END)
+            if "usage" in event and event["usage"] is not None:  # optional on RUN_ERROR; the turn's when sent
+                self.usage(index, event)
+
+    def finished(self, index: int, event: dict[str, Any]) -> None:
+        for key in ("threadId", "runId"):
+            if event.get(key) != self.started.get(key) or key not in self.started:
+                message = f"RUN_FINISHED has {key} {event.get(key)!r}; RUN_STARTED had {self.started.get(key)!r}"
+                self.bad(message, index, END)
+        self.usage(index, event)
+
+    def usage(self, index: int, event: dict[str, Any]) -> None:
         usage = event.get("usage")
-        problem = _usage_problem(usage[0] if isinstance(usage, list) and len(usage) == 1 else None)
-        if problem:
+        if _usage_problem(usage[0] if isinstance(usage, list) and len(usage) == 1 else None):
             self.bad(
                 f"{event.get('type')} must carry usage [{{inputTokens, outputTokens, totalTokens}}]: {short(usage)}",
                 index,
@@ -244,7 +228,7 @@ class _Run:
                     f"the turn fails ({expected.failure!r}) but the run ends with {ending.get('type')!r}",
                     requirement=END,
                 )
-            elif ending.get("code") != FAILED_CODE:
+            elif ending.get("code") not in (FAILED_CODE, None, ""):  # no code at all: end() says so once
                 self.bad(
                     f"RUN_ERROR has code {ending.get('code')!r}; the turn's contract error is {FAILED_CODE}",
                     terminal[0][1],
@@ -252,10 +236,16 @@ class _Run:
                 )
         elif ending.get("type") == "RUN_ERROR":
             self.bad(f"the turn does not fail but the run ends with {short(ending)}", terminal[0][1], END)
-        texts = [text for _, _, text in self.texts]
+        texts = [text for _, _, text in self.counted()]
         if texts != expected.texts:
             self.bad(f"the text messages are {texts!r}; the generations streamed {expected.texts!r}")
         self.judge_calls()
+
+    def counted(self) -> list[tuple[int, Any, str]]:
+        """The text messages that carry a run of content: a message without content that a tool call names as its
+        parent is that tool-only generation's assistant message (AGUI-002), not an extra text message."""
+        parents = {call.parent for call in self.calls.values()}
+        return [(i, m, text) for i, m, text in self.texts if text or m not in parents]
 
     def judge_calls(self) -> None:
         expected = self.expected
@@ -272,9 +262,11 @@ class _Run:
         if got != want:
             self.bad(f"the tool calls (name, arguments) are {short(got)}; the script's {short(want)}")
             return
-        # parentMessageId: the same message for the calls of one generation, the generation's text message when it
-        # has one, and another message for each generation.
-        text_ids = iter(m for _, m, _ in self.texts)
+        # parentMessageId: one message for the calls of a generation, the generation's text message when it has
+        # one, else a message of its own (without content, or none streamed); another message for each generation.
+        counted = self.counted()
+        text_ids = iter(m for _, m, _ in counted)
+        texts = {m for _, m, _ in counted}
         calls = iter(self.order)
         parents: list[Any] = []
         for number, generation in enumerate(expected.generations):
@@ -294,7 +286,7 @@ class _Run:
                         f"message is {message_id!r}",
                         call.index,
                     )
-                elif call.parent in parents or (message_id is None and call.parent in {m for _, m, _ in self.texts}):
+                elif call.parent in parents or (message_id is None and call.parent in texts):
                     self.bad(
                         f"TOOL_CALL_START of {call_id} has parentMessageId {call.parent!r}, the message of "
                         "another generation",
@@ -305,11 +297,18 @@ class _Run:
 
 
 def order(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
-    return _Run(answer, expected).run(events(answer))
+    """The contract's rules of the events (AGUI-002, AGUI-003)."""
+    return _Run(answer, expected).run(protocol.events(answer))
+
+
+def contract(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
+    """Every deviation from the contract's additions (AGUI-002, AGUI-003) in one recorded answer."""
+    if answer.sse is None:
+        return []
+    return framing(answer) + order(answer, expected)
 
 
 def judge(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
-    """Every violation of AGUI-002 and AGUI-003 in one recorded answer (content exact when `expected` is given)."""
-    if answer.sse is None:
-        return framing(answer)
-    return framing(answer) + order(answer, expected)
+    """Both voices over one recorded answer: the protocol's violations (AGUI-PROTO-*), then the contract's
+    deviations (AGUI-002, AGUI-003; content exact when `expected` is given)."""
+    return protocol.judge(answer) + contract(answer, expected)

@@ -1,6 +1,7 @@
-"""The AG-UI rules of the suite (conformance/rules/ag_ui.py): every golden stream of the reference server
-passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule fails on
-a golden stream broken in that one way."""
+"""The AG-UI rules of the suite in their two voices (conformance/rules/ag_ui_protocol.py: AGUI-PROTO-*;
+conformance/rules/ag_ui.py: the contract's AGUI-002, AGUI-003): every golden stream of the reference server passes
+with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule fails on a
+golden stream broken in that one way, under its own requirement."""
 
 from __future__ import annotations
 
@@ -122,24 +123,25 @@ def failed_instead(found: list[dict[str, Any]]) -> None:
 
 
 P, T, R, E = "plain-answer", "tool-round-trip", "parallel-tool-calls", "llm-error"
+F1, F2, F3, F4, F5 = (f"AGUI-PROTO-00{n}" for n in range(1, 6))
 BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
-    ("content-type", P, lambda: answer(P, headers={"content-type": "application/json"}), "AGUI-002", "content-type"),
+    ("content-type", P, lambda: answer(P, headers={"content-type": "application/json"}), F1, "content-type"),
     ("CRLF line ends", P, lambda: answer(P, golden(P).replace("\n", "\r\n")), "AGUI-002", "LF only"),
     ("event field", P, lambda: answer(P, "event: run\n" + golden(P)), "AGUI-002", "fields besides data"),
-    ("[DONE]", P, lambda: answer(P, golden(P) + "data: [DONE]\n\n"), "AGUI-002", "no data: [DONE]"),
-    ("not JSON", P, lambda: answer(P, golden(P) + "data: {oops\n\n"), "AGUI-002", "not a JSON object"),
-    ("schema", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", delta=5)), "AGUI-002", "is invalid"),
+    ("[DONE]", P, lambda: answer(P, golden(P) + "data: [DONE]\n\n"), F1, "no data: [DONE]"),
+    ("not JSON", P, lambda: answer(P, golden(P) + "data: {oops\n\n"), F1, "not a JSON object"),
+    ("schema", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", delta=5)), F1, "is invalid"),
     ("unfinished frame", P, lambda: answer(P, golden(P) + 'data: {"type"'), "AGUI-002", "unfinished frame"),
-    ("RUN_STARTED not first", P, lambda: edit(P, drop("RUN_STARTED")), "AGUI-002", "not RUN_STARTED"),
+    ("RUN_STARTED not first", P, lambda: edit(P, drop("RUN_STARTED")), F2, "not RUN_STARTED"),
     ("another thread", P, lambda: answer(P, threadId="another"), "AGUI-002", "the request's was"),
     ("another run", P, lambda: answer(P, runId="another"), "AGUI-002", "the request's was"),
-    ("a second RUN_STARTED", P, lambda: edit(P, inserting(events(golden(P))[0], "TEXT_MESSAGE_END")), "AGUI-002",
-     "a second RUN_STARTED"),
+    ("a second RUN_STARTED", P, lambda: edit(P, inserting(events(golden(P))[0], "TEXT_MESSAGE_END")), F2,
+     "while the run is still active"),
     ("message without role assistant", P, lambda: edit(P, setting("TEXT_MESSAGE_START", role=None)), "AGUI-002",
      "not assistant"),
     ("content of no open message", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", 1, messageId="other")),
-     "AGUI-002", "not open"),
-    ("message open at the end", P, lambda: edit(P, drop("TEXT_MESSAGE_END")), "AGUI-002", "still open at RUN_FINISHED"),
+     F3, "no TEXT_MESSAGE_START opened"),
+    ("message open at the end", P, lambda: edit(P, drop("TEXT_MESSAGE_END")), F5, "text messages are still active"),
     ("text not the script's", P, lambda: edit(P, setting("TEXT_MESSAGE_CONTENT", 1, delta="seems ")), "AGUI-002",
      "the text messages are"),
     ("call without parentMessageId", T, lambda: edit(T, setting("TOOL_CALL_START", parentMessageId=None)), "AGUI-002",
@@ -148,14 +150,16 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
      "AGUI-002", "different parents"),
     ("call parented to the next generation's message", T, lambda: edit(T, setting(
         "TOOL_CALL_START", parentMessageId="00000000-0000-4000-8000-000000000003")), "AGUI-002", "another generation"),
-    ("args after the end", T, lambda: edit(T, args_after_end), "AGUI-002", "in state ended"),
-    ("call open at the end", T, lambda: edit(T, drop("TOOL_CALL_END")), "AGUI-002", "still open"),
+    ("args after the end", T, lambda: edit(T, args_after_end), F4, "no TOOL_CALL_START opened or is ended"),
+    ("call open at the end", T, lambda: edit(T, drop("TOOL_CALL_END")), F5, "tool calls are still active"),
     ("result of an unknown call", T, lambda: edit(T, setting("TOOL_CALL_RESULT", toolCallId="call_unknown")),
      "AGUI-002", "an unknown call"),
     ("result not role tool", T, lambda: edit(T, setting("TOOL_CALL_RESULT", role=None)), "AGUI-002", "not tool"),
     ("no result", T, lambda: edit(T, drop("TOOL_CALL_RESULT")), "AGUI-002", "no TOOL_CALL_RESULT"),
     ("arguments not the script's", T, lambda: edit(T, other_arguments), "AGUI-002", "the tool calls"),
-    ("no end of the run", P, lambda: edit(P, drop("RUN_FINISHED")), "AGUI-003", "never ends"),
+    ("no end of the run", P, lambda: edit(P, drop("RUN_FINISHED")), F2, "never ends"),
+    ("no end of the run (the contract's usage)", P, lambda: edit(P, drop("RUN_FINISHED")), "AGUI-003",
+     "no RUN_FINISHED or RUN_ERROR carries"),
     ("an event after RUN_FINISHED", P, lambda: edit(P, inserting({"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
                                                               None)), "AGUI-003", "events follow"),
     ("RUN_FINISHED of another run", P, lambda: edit(P, setting("RUN_FINISHED", runId="another")), "AGUI-003",
@@ -174,7 +178,7 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
 def test_each_rule_fails_on_a_stream_broken_that_way(case, name, broken, requirement, words):
     found = rules_ag_ui.judge(broken(), expected(name))
     assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
-    assert {v.requirement for v in found} <= {"AGUI-002", "AGUI-003"}
+    assert {v.requirement for v in found} <= rules_ag_ui.JUDGED
 
 
 def test_an_event_outside_the_mapping_is_left_to_the_schema():
