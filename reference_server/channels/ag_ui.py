@@ -1,4 +1,5 @@
-"""AG-UI 1.0, as `@ag-ui/client`'s `HttpAgent` runs it (spec/behaviour.md, "AG-UI channel": AGUI-001..003).
+"""AG-UI 1.0, as `@ag-ui/client`'s `HttpAgent` runs it (spec/behaviour.md, "AG-UI channel": AGUI-001..003, and
+"AG-UI protocol": AGUI-PROTO-001..005, the protocol's own rules that the contract's mapping keeps).
 
 `AgUiStream` is the pure translation of a turn's contract events into AG-UI events (AGUI-002, AGUI-003); the
 route reads a `RunAgentInput` (AGUI-001) and starts the turn with the shared core (CHANNEL-002).
@@ -62,7 +63,7 @@ class AgUiStream:
     def opening(self) -> str:
         if self._started:
             return ""
-        self._started = True
+        self._started = True  # RUN_STARTED first, once (AGUI-PROTO-002)
         return data_frame({"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id})
 
     def feed(self, batch: list[dict[str, Any]]) -> str:
@@ -72,7 +73,7 @@ class AgUiStream:
                 break
             if event["type"] == "heartbeat":
                 frames.append(HEARTBEAT_FRAME)
-            else:
+            else:  # each event one `data: <event>` frame of text/event-stream (AGUI-PROTO-001)
                 frames.extend(data_frame(e) for e in self.events(event))
         return "".join(frames)
 
@@ -102,7 +103,8 @@ class AgUiStream:
         generation = self._generation()
         events: list[dict[str, Any]] = []
         if self._text_id is None:
-            # The generation's first text is its assistant message; text after its calls a message of its own.
+            # The generation's first text is its assistant message; text after its calls a message of its own,
+            # under a new id, never one still open (AGUI-PROTO-003).
             self._text_id = self.new_id() if self._generation_has_text else generation
             self._generation_has_text = True
             events.append({"type": "TEXT_MESSAGE_START", "messageId": self._text_id, "role": "assistant"})
@@ -116,6 +118,7 @@ class AgUiStream:
         return [{"type": "TEXT_MESSAGE_END", "messageId": text_id}]
 
     def _start_call(self, call_id: str, name: str) -> dict[str, Any]:
+        # One TOOL_CALL_START per call id, its ARGS and END after it (AGUI-PROTO-004).
         self._calls[call_id] = _Call(call_id, name)
         self._generation_has_text = True  # the generation's message exists now (the client made it)
         return {
@@ -181,9 +184,9 @@ class AgUiStream:
         return events
 
     def _done(self) -> list[dict[str, Any]]:
-        self._ended = True
+        self._ended = True  # nothing after RUN_FINISHED or RUN_ERROR (AGUI-PROTO-002)
         outcome = self.outcome()
-        events = self._close_all()
+        events = self._close_all()  # every message and call ended before RUN_FINISHED (AGUI-PROTO-005)
         usage = [
             {
                 "inputTokens": outcome.input_tokens,
