@@ -31,7 +31,8 @@ def framing(answer: ChannelAnswer) -> list[Violation]:
     """AGUI-PROTO-001: text/event-stream whose `data:` events are JSON events valid against @ag-ui/core."""
     content_type = answer.headers.get("content-type", "")
     found = []
-    # HttpAgent reads the body as SSE only under this media type (spec 1.0, transports; @ag-ui/client runHttpRequest).
+    # The SSE transport's media type: AG-UI's EventEncoder (docs.ag-ui.com/sdk/python/encoder) answers it, with each
+    # event `data: <json>\n\n`. HttpAgent parses any type but AG-UI's protobuf one as SSE: its read misses this.
     if not content_type.startswith("text/event-stream"):
         found.append(Violation(FORMAT, f"the answer's content-type is {content_type!r}, not text/event-stream"))
     if answer.sse is None:
