@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import gns3_copilot_spec as spec
+from conformance.reports.voices import citation_of, source_of
 
 # The repository, or the directory an installed package was put in (spec/ and reference_server/ sit side by side).
 ROOT = spec.SPEC_DIR.parent
@@ -85,6 +86,9 @@ class Explanation:
     excluded: str | None = None
     retired: str | None = None
     notes: Mapping[str, str] = field(default_factory=dict)  # field name -> why nothing is listed under it
+    # Whose rule: "protocol" (the protocol's own text, schema or real client) or "contract" (what ours adds).
+    source: str = "contract"
+    citation: Mapping[str, str] | None = None  # a protocol rule's {protocol, version, reference}
 
 
 # --- the registry and the checks ------------------------------------------------------------------------------
@@ -306,6 +310,8 @@ def explain(requirement_id: str) -> Explanation:
         excluded=record.get("excluded"),
         retired=record.get("retired"),
         notes=notes,
+        source=source_of(record),
+        citation=citation_of(record),
     )
 
 
@@ -318,10 +324,24 @@ def _block(heading: str, locations: tuple[Location, ...], note: str | None, inde
     return lines
 
 
+def _source(expl: Explanation) -> list[str]:
+    """Whose rule it is, and for the protocol's, the text it cites."""
+    if expl.citation is None:
+        return [f"source: {expl.source} (what the GNS3 Copilot contract adds; spec/behaviour.md)"]
+    cited = expl.citation
+    lines = [f"source: {expl.source} (the protocol's own rule)", "citation:"]
+    lines += [f"  protocol   {cited['protocol']}", f"  version    {cited['version']}"]
+    lines += textwrap.wrap(
+        " ".join(cited["reference"].split()), 116, initial_indent="  reference  ", subsequent_indent="             "
+    )
+    return lines
+
+
 def render(expl: Explanation) -> str:
     """The explanation as plain text: a heading per kind of location, one `path:line` per line."""
     title = ", ".join(filter(None, [expl.level, expl.section, expl.capability and f"capability {expl.capability}"]))
     lines = [f"{expl.id} ({title})", *textwrap.wrap(expl.text, 116, initial_indent="  ", subsequent_indent="  ")]
+    lines += ["", *_source(expl)]
     if expl.retired:
         lines.append(f"  retired: {expl.retired}")
     lines += ["", *_block("specified", expl.specified, expl.notes.get("specified"))]

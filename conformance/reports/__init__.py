@@ -3,9 +3,11 @@
 - conformance.json: everything, machine-readable;
 - junit.xml: one testcase per requirement, for CI;
 - report.html: one self-contained page for people;
-- summary.txt: what the console printed.
+- summary.txt: what the console printed, and the whole evidence of every requirement not met.
 
-Every requirement of the registry appears in each, whatever its verdict (NOT SELECTED when `--only` left it out).
+Every requirement of the registry appears in each, whatever its verdict (NOT SELECTED when `--only` left it out),
+with its source: each speaks in two voices, the protocol violations (with the protocol text each cites) apart from
+the contract deviations (voices.py). None cuts evidence.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from conformance.harness.findings import Outcome, Verdict
-from conformance.reports.model import DISPLAY, count, sections, verdict_class
+from conformance.reports.model import DISPLAY, count, sections, severity_key, verdict_class
+from conformance.reports.voices import NOT_MET, SOURCES, TITLES, citation_text, not_met
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _CODE = re.compile(r"`([^`]+)`")
@@ -61,6 +62,7 @@ def _evidence(item: dict[str, Any]) -> dict[str, Any]:
         if events
         else _pretty(response.get("body")) or None,
         "events": bool(events),
+        "event_count": len(events or []),
         "reproduction": item.get("reproduction"),
         "extra": {k: v for k, v in item.items() if k not in ("request", "response", "reproduction")},
     }
@@ -75,6 +77,7 @@ def _view(data: dict[str, Any]) -> dict[str, Any]:
             shown.append(
                 {
                     **entry,
+                    "cites": citation_text(entry.get("citation")),
                     "css": verdict_class(entry["verdict"]),
                     "problems": [f for f in findings if f["outcome"] != Outcome.PASSED],
                     "passes": [f for f in findings if f["outcome"] == Outcome.PASSED],
@@ -87,15 +90,17 @@ def _view(data: dict[str, Any]) -> dict[str, Any]:
                 "entries": shown,
                 "counts": count(entries),
                 "failing": sum(e["failing"] for e in entries),
+                "sources": " and ".join(s for s in SOURCES if any(e["source"] == s for e in entries)),
             }
         )
+    every = sorted((e for s in grouped for e in s["entries"]), key=severity_key)
     return {
         "data": data,
         "sections": grouped,
         "display": DISPLAY,
-        "not_passing": [
-            e for s in grouped for e in s["entries"] if e["verdict"] != Verdict.PASS and e["css"] != "neutral"
-        ],
+        # The two voices, each its own section: the protocol's violations first, then the contract's deviations.
+        "voices": [{"source": s, "title": TITLES[s], "entries": not_met(every, s)} for s in SOURCES],
+        "otherwise": [e for e in every if e["verdict"] not in (Verdict.PASS, *NOT_MET) and e["css"] != "neutral"],
     }
 
 

@@ -1,4 +1,7 @@
-"""junit.xml: one testcase per requirement (classname = its section), for CI dashboards.
+"""junit.xml: one testcase per requirement, for CI dashboards. Its classname is its source, then its section
+(`protocol.OpenAI protocol`, `contract.Sessions`): a dashboard groups the protocol's rules apart from the contract's;
+its properties say the source and, for a protocol rule, the citation; the details hold every finding and its whole
+evidence, never cut.
 
 FAIL, STALE and NOT TESTABLE are failures and ERROR is an error (a NOT TESTABLE the target's baseline accepts is
 skipped); WARN, XFAIL and a FLAKY that a baseline lists without failing pass with their message in system-out;
@@ -6,13 +9,14 @@ N/A, EXCLUDED and NOT SELECTED are skipped."""
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from conformance.harness.findings import Outcome, Verdict
+from conformance.harness.findings import Verdict
+from conformance.reports.evidence_text import entry_heading, finding_lines
+from conformance.reports.voices import NOUNS, SOURCES
 
 # Characters XML 1.0 cannot hold (control characters in a response body would make the file unreadable).
 _INVALID_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -23,29 +27,23 @@ def _clean(text: Any) -> str:
 
 
 def _details(entry: dict[str, Any]) -> str:
-    lines = [f"{entry['id']} ({entry['level']}, {entry['section']}): {entry['text']}", f"verdict: {entry['verdict']}"]
-    if entry["note"]:
-        lines.append(f"note: {entry['note']}")
-    for finding in entry["findings"]:
-        if finding["outcome"] == Outcome.PASSED:
-            continue
-        lines += ["", f"[{finding['check']}] {finding['outcome']}: {finding['message']}"]
-        for evidence in finding["evidence"]:
-            response = evidence.get("response") or {}
-            request = evidence.get("request") or {}
-            got = response.get("status") if response.get("status") is not None else response.get("error")
-            lines.append(f"  {request.get('method')} {request.get('url')} -> {got}")
-            if response.get("body"):
-                lines.append("  response body: " + str(response["body"])[:1000])
-            elif response.get("events"):
-                lines.append("  response events: " + json.dumps(response["events"], ensure_ascii=False)[:1000])
-            if evidence.get("reproduction"):
-                lines.append(f"  reproduce: {evidence['reproduction']}")
+    """The requirement, its source, every finding that did not pass with its whole evidence, and how to rerun it."""
+    lines = [*entry_heading(entry)]
+    problems = finding_lines(entry)
+    lines += ["", *problems] if problems else []
     if entry.get("reproduce"):
         lines += ["", f"rerun: {entry['reproduce']['rerun']}"]
         if entry["reproduce"].get("standalone"):
             lines += ["replay without the suite:", *(f"  {line}" for line in entry["reproduce"]["standalone"])]
     return "\n".join(lines)
+
+
+def _voice(case: ET.Element, entry: dict[str, Any]) -> None:
+    """The testcase's source and, for a protocol rule, its citation, as properties (as pytest's record_property)."""
+    properties = ET.SubElement(case, "properties")
+    ET.SubElement(properties, "property", name="source", value=entry["source"])
+    for key, value in (entry.get("citation") or {}).items():
+        ET.SubElement(properties, "property", name=f"citation_{key}", value=_clean(value))
 
 
 def _duration(entry: dict[str, Any], durations: dict[str, float]) -> float:
@@ -67,6 +65,12 @@ def render(data: dict[str, Any]) -> bytes:
         ("seed", str(data.get("seed") or "")),
         ("only", " ".join(data.get("only") or [])),
         ("cleanup", (data.get("cleanup") or {}).get("summary", "")),
+        ("voices", data.get("voices", "")),
+        *(
+            (f"{source}_{NOUNS[source][1]}", str(data["by_source"][source][NOUNS[source][1]]))
+            for source in SOURCES
+            if "by_source" in data
+        ),
     ):
         ET.SubElement(properties, "property", name=name, value=_clean(value))
     tallies = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
@@ -76,10 +80,12 @@ def render(data: dict[str, Any]) -> bytes:
             suite,
             "testcase",
             name=entry["id"],
-            classname=_clean(entry["section"]),
+            classname=_clean(f"{entry['source']}.{entry['section']}"),  # the voice, then the section
             time=f"{_duration(entry, durations):.3f}",
         )
-        verdict, message = entry["verdict"], _clean(f"{entry['verdict']} ({entry['level']}): {entry['message']}")
+        _voice(case, entry)
+        verdict = entry["verdict"]
+        message = _clean(f"{verdict} ({entry['level']}, {entry['source']}): {entry['message']}")
         if verdict == Verdict.ERROR:
             tallies["errors"] += 1
             ET.SubElement(case, "error", message=message, type=verdict).text = _clean(_details(entry))

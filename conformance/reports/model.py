@@ -10,6 +10,7 @@ from typing import Any
 import gns3_copilot_spec as spec
 from conformance.harness.findings import Outcome, RequirementVerdict, Verdict, fails_the_run
 from conformance.reports.reproduce import reproduction
+from conformance.reports.voices import by_source, citation_of, source_of, summary_line
 
 # Worst first: the order of the requirements within a section, and of the "not passing" list.
 SEVERITY = [
@@ -153,6 +154,9 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
             "id": verdict.id,
             "level": record.get("level"),
             "section": record.get("section"),
+            # Whose rule: the protocol's own (with its citation) or the contract's (voices.py).
+            "source": source_of(record),
+            "citation": citation_of(record),
             "text": record.get("text"),
             "capability": record.get("capability"),
             "checks": list(record.get("checks", [])),
@@ -198,6 +202,8 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
         "passed": bool(result.passed),
         "harness_error": result.harness_error,
         "counts": {verdict: counts.get(verdict, 0) for verdict in DISPLAY},
+        # The two voices apart: protocol violations and contract deviations, and the line that says both.
+        "by_source": by_source(requirements, DISPLAY),
         "failing": [r["id"] for r in requirements if r["failing"]],
         # Check id -> the server's own errors it met; each such check was re-run once (FLAKY where it flipped).
         "transient_errors": dict(getattr(result, "transient", {}) or {}),
@@ -216,6 +222,7 @@ def report_data(result: Any, files: dict[str, str] | None = None) -> dict[str, A
             for run in result.checks
         ],
     }
+    data["voices"] = summary_line(data)
     return Redactor.for_result(result).value(data)
 
 

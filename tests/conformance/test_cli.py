@@ -292,6 +292,8 @@ def test_explain_prints_the_four_locations_of_every_requirement(requirement_id):
     for heading in ("specified:", "checked by:", "implemented in", "proven by mutants:"):
         assert heading in result.output, (requirement_id, heading)
     assert f"{requirement_id} (" in result.output.splitlines()[0]
+    source = next(r["source"] for r in spec.load_requirements()["requirements"] if r["id"] == requirement_id)
+    assert f"\nsource: {source} (" in result.output  # whose rule: the protocol's or the contract's
 
 
 def test_the_readme_explain_command():

@@ -109,3 +109,30 @@ def test_an_installation_without_tests_says_so(tmp_path: Path, repo_root: Path, 
     assert expl.implemented_in and expl.verified_by == () and expl.mutants == expl.mutant_consequences == ()
     assert "installed package" in expl.notes["verified_by"] and "installed package" in expl.notes["mutants"]
     assert "not installed" in explain("FAKELLM-001").notes["implemented_in"]
+
+
+def test_a_protocol_rule_shows_its_source_and_citation():
+    expl = explain("OPENAI-PROTO-002")
+    citation = RECORDS["OPENAI-PROTO-002"]["citation"]
+    assert expl.source == "protocol" and expl.citation == citation
+    text = render(expl)
+    assert "\nsource: protocol (the protocol's own rule)\ncitation:\n" in text
+    assert f"  protocol   {citation['protocol']}\n" in text and f"  version    {citation['version']}\n" in text
+    shown = " ".join(text[text.index("  reference  ") :].split("\nspecified:")[0].split())
+    assert shown == "reference " + " ".join(citation["reference"].split())
+
+
+def test_a_contract_rule_shows_its_source_and_no_citation():
+    expl = explain("OPENAI-001")
+    assert expl.source == "contract" and expl.citation is None
+    text = render(expl)
+    assert "\nsource: contract (what the GNS3 Copilot contract adds; spec/behaviour.md)\n" in text
+    assert "citation:" not in text
+
+
+@pytest.mark.parametrize("rid", sorted(RECORDS))
+def test_every_requirement_says_whose_it_is(rid: str):
+    expl, record = explain(rid), RECORDS[rid]
+    assert expl.source == record["source"]
+    assert (expl.citation is not None) == (record["source"] == "protocol")
+    assert f"\nsource: {record['source']} (" in render(expl)

@@ -173,8 +173,11 @@ def test_junit_has_one_testcase_per_requirement_by_verdict(written):
     verdict_of = dict(zip(IDS, cycle(VERDICTS), strict=False))
     for rid, case in by_id.items():
         verdict = verdict_of[rid]
-        assert case.get("classname") == next(r["section"] for r in RECORDS if r["id"] == rid)
-        children = {child.tag for child in case}
+        record = next(r for r in RECORDS if r["id"] == rid)
+        assert case.get("classname") == f"{record['source']}.{record['section']}"  # the voice, then the section
+        properties = {p.get("name"): p.get("value") for p in case.find("properties")}
+        assert properties["source"] == record["source"]
+        children = {child.tag for child in case} - {"properties"}
         if verdict in (Verdict.FAIL, Verdict.STALE, Verdict.NOT_TESTABLE):
             assert children == {"failure"} and case.find("failure").get("type") == verdict
         elif verdict == Verdict.ERROR:
@@ -268,9 +271,13 @@ def test_summary_text(written):
     text = files["summary.txt"].read_text()
     assert "run took 12.3 s" in text and "my-server" in text and "http://127.0.0.1:3080" in text
     assert "RESULT: FAILED" in text
+    # summary.txt also holds the evidence of every requirement not met (the requirements' texts name other ids):
+    # the console's summary lists each requirement that did not pass, and none that did.
+    printed = summary_text(json.loads(files["conformance.json"].read_text()))
+    assert set(printed.splitlines()) <= set(text.splitlines())
     for rid, verdict in zip(IDS, cycle(VERDICTS), strict=False):
         # A whole id: LLM-001 is also the tail of FAKELLM-001.
-        assert bool(re.search(rf"(?<![A-Z-]){rid}\b", text)) == (verdict != Verdict.PASS), rid
+        assert bool(re.search(rf"(?<![A-Z-]){rid}\b", printed)) == (verdict != Verdict.PASS), rid
     for path in files.values():
         assert str(path) in text
 
