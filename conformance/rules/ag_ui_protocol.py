@@ -48,14 +48,12 @@ def framing(answer: ChannelAnswer) -> list[Violation]:
         if event is INVALID or not isinstance(event, dict):
             found.append(Violation(FORMAT, f"the frame's data is not a JSON object: {short(frame.raw)}", frame.index))
             continue
-        # @ag-ui/core 1.0.0 EventSchemas (the discriminated union of every event type).
+        # @ag-ui/core 1.0.0 EventSchemas (the discriminated union of every event type), which HttpAgent applies too;
+        # it also refuses what verifyEvents words "with 'subagentRunId: null'" (the field is a string or absent).
         problems = official.errors("ag_ui_event", event)
         if problems:
             message = f"the event {short(event)} is invalid: {'; '.join(problems[:2])}"
             found.append(Violation(FORMAT, message, frame.index))
-        elif "subagentRunId" in event and event["subagentRunId"] is None:
-            # verifyEvents: "Cannot send '<type>' with 'subagentRunId: null'. The field is optional - omit it".
-            found.append(Violation(FORMAT, f"{event.get('type')} has subagentRunId null (omit it)", frame.index))
     return found
 
 
@@ -203,6 +201,7 @@ def judge(answer: ChannelAnswer) -> list[Violation]:
 
 # @ag-ui/client's own words (verifyEvents, HttpAgent's parser), each to the requirement it states.
 _CLIENT_WORDS = (
+    (FORMAT, ("null'. The field is optional",)),  # "Cannot send '<type>' with '<field>: null'": the event's form
     (END, ("Cannot send 'RUN_FINISHED' while",)),
     (RUN, ("First event must", "already finished", "already errored", "while a run is still active")),
     (TEXT, ("text message", "reasoning message", "reasoning span", "TEXT_MESSAGE", "REASONING")),

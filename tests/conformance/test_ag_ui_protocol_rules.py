@@ -1,6 +1,7 @@
 """AG-UI in two voices: what the protocol allows (AG-UI 1.0's lifecycle page, @ag-ui/client's verifyEvents) is never
 a violation of any AGUI-PROTO requirement, what it forbids is one, and what only the contract adds is AGUI-002 or
-AGUI-003, never a protocol violation. Each case is a golden stream of the reference server changed in one way."""
+AGUI-003, never a protocol violation. Each case is a golden stream of the reference server changed in one way. The
+official validator (verifyEvents, in HttpAgent's pipeline) runs over such bodies too, its rejections named by rule."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from conformance.channels import real_clients
+from conformance.checks.channel_ag_ui import client_violations
 from conformance.rules import ag_ui as rules_ag_ui
 from conformance.rules import ag_ui_protocol
-from tests.conformance.test_rules_ag_ui import drop, edit, events, expected, golden, inserting, setting
+from tests.conformance.test_rules_ag_ui import drop, edit, events, expected, golden, inserting, render, setting
 
 P, T, M = "plain-answer", "tool-round-trip", "mid-stream-error"
 F1, F2, F3, F4, F5 = (f"AGUI-PROTO-00{n}" for n in range(1, 6))
@@ -114,6 +117,7 @@ CLIENT_WORDS = [  # @ag-ui/client 1.0.0's own messages (verifyEvents, its SSE pa
     ("Error: Cannot send 'RUN_FINISHED' while tool calls are still active: c1", F5),
     ("Error: Cannot send 'RUN_FINISHED' while steps are still active: s", F5),
     ("SyntaxError: Unexpected token 'D', \"[DONE]\" is not valid JSON", F1),
+    ("Error: Cannot send 'TEXT_MESSAGE_CONTENT' with 'subagentRunId: null'. The field is optional — omit it.", F1),
     ('ZodError: [ { "expected": "string", "path": ["messageId"] } ]', F1),
 ]
 
@@ -121,3 +125,36 @@ CLIENT_WORDS = [  # @ag-ui/client 1.0.0's own messages (verifyEvents, its SSE pa
 @pytest.mark.parametrize(("message", "requirement"), CLIENT_WORDS)
 def test_each_rejection_of_the_official_client_names_the_protocol_rule_it_states(message, requirement):
     assert ag_ui_protocol.client_requirement(message) == requirement
+
+
+def reorder_content_after_end(found: list[dict[str, Any]]) -> None:
+    end = next(i for i, e in enumerate(found) if e["type"] == "TEXT_MESSAGE_END")
+    found[end], found[end - 1] = found[end - 1], found[end]
+
+
+VALIDATED = [  # golden streams broken one way, read by HttpAgent (which applies verifyEvents) as the check reads them
+    ("[DONE]", P, lambda: golden(P) + "data: [DONE]\n\n", F1),
+    ("RUN_STARTED not first", P, lambda: render(events(golden(P))[1:]), F2),
+    ("content after the message's end", P, lambda: changed(P, reorder_content_after_end), F3),
+    ("args of an unknown call", T, lambda: changed(T, setting("TOOL_CALL_ARGS", toolCallId="call_unknown")), F4),
+    ("RUN_FINISHED with a text message open", P, lambda: changed(P, drop("TEXT_MESSAGE_END")), F5),
+]  # fmt: skip
+
+
+def changed(name: str, change) -> str:
+    found = events(golden(name))
+    change(found)
+    return render(found)
+
+
+def test_the_official_validator_runs_over_each_body_and_its_rejection_names_the_protocol_rule():
+    """The suite's read of a body is HttpAgent's whole pipeline, verifyEvents included: each rejection is reported,
+    in its own words, under the AGUI-PROTO requirement it states (channel_ag_ui.client_violations)."""
+    cases = []
+    for _case, name, body, _requirement in VALIDATED:
+        started = events(golden(name))[0]
+        cases.append({"body": body(), "threadId": started["threadId"], "runId": started["runId"]})
+    for (case, name, _body, requirement), read in zip(VALIDATED, real_clients.ag_ui(cases), strict=True):
+        found = client_violations(read, expected(name))
+        assert [v.requirement for v in found] == [requirement], (case, [str(v) for v in found])
+        assert read.error and read.error.split(": ", 1)[1] in found[0].message, case
