@@ -9,6 +9,10 @@ For each peer (`--peer`, default all of peers.PEERS):
    peers/baselines/<target>.yaml (the suite starts the fake LLM and the peer, and stops both by pid);
 4. write the reports to reports/<target>/ and the findings document to docs/<target>.md.
 
+`--profile contract` (the default here, for the committed documents) judges the protocols' own rules and the
+contract's additions and reports them apart; `--profile protocol` judges only the protocols' rules, which is what a
+peer owes its protocol (a peer is a channel-only target, whose own default is `protocol`).
+
 The exit status is 0 when every peer's run matches its baseline (no new failure, no stale entry).
 """
 
@@ -36,11 +40,12 @@ def default_doc(target: str) -> Path:
     return REPO / "docs" / f"{target}.md"
 
 
-def run_peer(name: str, report_dir: Path, doc: Path, jobs: int) -> int:
+def run_peer(name: str, report_dir: Path, doc: Path, jobs: int, profile: str) -> int:
     """Install (cached), then run the suite against one peer inside `unshare -rn`; the run's exit code."""
     started = time.monotonic()
     ensure(name)
     args = ["--peer", name, "--report-dir", str(report_dir), "--doc", str(doc), "--jobs", str(jobs)]
+    args += ["--profile", profile]
     why = "a peer runs only inside one, so that nothing it starts can reach beyond loopback"
     code = rerun_inside(MODULE, args, why=why)
     click.echo(f"peer {name}: the run took {time.monotonic() - started:.0f} s (exit {code})")
@@ -58,7 +63,14 @@ def run_peer(name: str, report_dir: Path, doc: Path, jobs: int) -> int:
 @click.option("--report-dir", type=click.Path(path_type=Path), help="With one --peer: where its reports go.")
 @click.option("--doc", type=click.Path(path_type=Path), help="With one --peer: its findings document.")
 @click.option("--jobs", default=6, show_default=True, help="Checks run at the same time.")
-def main(names: tuple[str, ...], report_dir: Path | None, doc: Path | None, jobs: int) -> None:
+@click.option(
+    "--profile",
+    type=click.Choice(["contract", "protocol"]),
+    default="contract",
+    show_default=True,
+    help="contract: the protocols' rules and the contract's additions, reported apart; protocol: the protocols' only.",
+)
+def main(names: tuple[str, ...], report_dir: Path | None, doc: Path | None, jobs: int, profile: str) -> None:
     """Run the conformance suite against each peer in a loopback-only network namespace."""
     names = names or tuple(PEERS)
     if (report_dir or doc) and len(names) != 1:
@@ -67,12 +79,17 @@ def main(names: tuple[str, ...], report_dir: Path | None, doc: Path | None, jobs
         from conformance.harness.run_and_report import run_and_echo
 
         target_file = str(get_peer(names[0]).target_file)
-        sys.exit(run_and_echo(target_file, report_dir.resolve(), doc.resolve(), jobs=jobs, only=None))
+        code = run_and_echo(target_file, report_dir.resolve(), doc.resolve(), jobs=jobs, only=None, profile=profile)
+        sys.exit(code)
     codes = {}
     for name in names:
         target = get_peer(name).target
         codes[name] = run_peer(
-            name, (report_dir or default_report_dir(target)).resolve(), (doc or default_doc(target)).resolve(), jobs
+            name,
+            (report_dir or default_report_dir(target)).resolve(),
+            (doc or default_doc(target)).resolve(),
+            jobs,
+            profile,
         )
     failed = [name for name, code in codes.items() if code != 0]
     if failed:

@@ -61,6 +61,7 @@ def recorded(body: str, **case: Any) -> dict[str, Any]:
 
 
 @pytest.mark.covers("AGUI-002", "AGUI-003", "CHANNEL-007", "CHANNEL-008")
+@pytest.mark.covers("AGUI-PROTO-001", "AGUI-PROTO-002", "AGUI-PROTO-003", "AGUI-PROTO-004", "AGUI-PROTO-005")
 def test_a_tool_turn_is_a_run_that_the_official_client_accepts():
     body = render(TOOL_TURN)
     assert ": heartbeat\n\n" in body
@@ -112,6 +113,7 @@ def test_a_tool_turn_is_a_run_that_the_official_client_accepts():
 
 
 @pytest.mark.covers("AGUI-002", "AGUI-003", "CHANNEL-009", "CHANNEL-010")
+@pytest.mark.covers("AGUI-PROTO-002", "AGUI-PROTO-003", "AGUI-PROTO-004", "AGUI-PROTO-005")
 def test_errors_aborts_parallel_and_cut_calls_end_the_run_with_everything_closed():
     failed = render([[text("Let me check")], [{"type": "error", "error": "upstream reset", "code": "llm_error"}, DONE]])
     aborted = render([[text("Sorry for")], [DONE]], TurnOutcome(60, 10, aborted=True))
@@ -165,7 +167,7 @@ def tokens(live: LiveLab, session_id: str) -> tuple[int, int]:
     return (session["input_tokens"], session["output_tokens"]) if session else (0, 0)
 
 
-@pytest.mark.covers("AGUI-001", "AGUI-002", "AGUI-003", "CHANNEL-002", "CHANNEL-008")
+@pytest.mark.covers("AGUI-001", "AGUI-002", "AGUI-003", "CHANNEL-002", "CHANNEL-008", "AGUI-PROTO-001")
 def test_http_agent_runs_live_tool_turns_and_the_usage_is_the_sessions_increase(live: LiveLab):
     thread = f"agui-{uuid.uuid4().hex[:8]}"
     first_user = {"id": "u1", "role": "user", "content": "the topology? [[fake-llm:tool-round-trip]]"}

@@ -101,6 +101,7 @@ def valid_chunk(chunk: dict[str, Any]) -> bool:
 
 
 @pytest.mark.covers("OPENAI-002", "CHANNEL-007", "CHANNEL-008", "CHANNEL-006")
+@pytest.mark.covers("OPENAI-PROTO-002", "OPENAI-PROTO-003", "OPENAI-PROTO-004")
 @pytest.mark.parametrize("include_usage", [True, False])
 def test_the_chat_translator_sends_text_heartbeats_finish_usage_and_done(include_usage: bool):
     sent = chat_frames(
@@ -157,7 +158,7 @@ def test_an_in_stream_error_is_an_error_frame_then_done_without_a_finish_chunk()
     assert all(valid_chunk(c) for c in chunks) and all(c["choices"][0]["finish_reason"] is None for c in chunks)
 
 
-@pytest.mark.covers("OPENAI-003", "CHANNEL-008")
+@pytest.mark.covers("OPENAI-003", "CHANNEL-008", "OPENAI-PROTO-005")
 def test_the_non_streamed_completion_is_a_valid_chat_completion():
     body = completion_object("chatcmpl-1", 1767225600, "The lab looks healthy.", (50, 8))
     ChatCompletion.model_validate(body)
@@ -185,6 +186,7 @@ def response_frames(batches: list[list[dict[str, Any]]]) -> list[tuple[str, dict
 
 
 @pytest.mark.covers("OPENAI-006", "OPENAI-005", "CHANNEL-007", "CHANNEL-008", "CHANNEL-006")
+@pytest.mark.covers("OPENAI-PROTO-008", "OPENAI-PROTO-009")
 def test_the_responses_translator_sends_the_lifecycle_with_sequence_numbers():
     sent = response_frames(
         [
@@ -494,7 +496,7 @@ def test_responses_stream_and_previous_response_id_continues_the_session(live: L
     assert live.session(session_id)["message_count"] == len(live.history(session_id)) == 6
 
 
-@pytest.mark.covers("OPENAI-007")
+@pytest.mark.covers("OPENAI-007", "OPENAI-PROTO-010")
 def test_the_model_list(live: LiveLab):
     models = client_for(live).models.list()
     assert [m.id for m in models] == [MODEL]

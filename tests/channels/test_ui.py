@@ -98,6 +98,7 @@ def types(found: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.mark.covers("UI-002", "UI-003", "CHANNEL-007", "CHANNEL-008")
+@pytest.mark.covers("UI-PROTO-001", "UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004")
 def test_a_tool_turn_is_one_assistant_message_that_ai_assembles():
     body = render(TOOL_TURN)
     found = chunks(body)
@@ -151,6 +152,7 @@ def test_a_tool_turn_is_one_assistant_message_that_ai_assembles():
 
 
 @pytest.mark.covers("UI-002", "UI-003", "CHANNEL-009", "CHANNEL-010")
+@pytest.mark.covers("UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004")
 def test_errors_aborts_parallel_and_cut_calls_close_every_part():
     failed = render([[text("Let me check")], [{"type": "error", "error": "upstream reset", "code": "llm_error"}, DONE]])
     aborted = render([[text("Sorry for")], [DONE]], TurnOutcome(60, 10, aborted=True))
@@ -254,7 +256,7 @@ def tokens(live: LiveLab, session_id: str) -> tuple[int, int]:
     return (session["input_tokens"], session["output_tokens"]) if session else (0, 0)
 
 
-@pytest.mark.covers("UI-001", "UI-002", "UI-003", "CHANNEL-002", "CHANNEL-008")
+@pytest.mark.covers("UI-001", "UI-002", "UI-003", "CHANNEL-002", "CHANNEL-008", "UI-PROTO-001")
 def test_ai_reads_a_live_tool_turn_and_its_usage_is_the_sessions_increase(live: LiveLab):
     session_id = f"ui-tool-{uuid.uuid4().hex[:8]}"
     path, body = ui(session_id, "the topology? [[fake-llm:tool-round-trip]]")

@@ -12,6 +12,7 @@ import sys
 import pytest
 import yaml
 
+import gns3_copilot_spec as spec
 from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure
@@ -21,25 +22,42 @@ pytestmark = pytest.mark.slow  # installs and judges the peers: left out of `pyt
 XDIST_SPREAD = True  # each test installs and judges a server of its own: any worker may take it
 
 
-@pytest.mark.parametrize("name", sorted(PEERS))
-def test_the_peer_run_matches_its_baseline(tmp_path, name):
+SOURCES = {r["id"]: r["source"] for r in spec.load_requirements()["requirements"]}
+
+
+def _peer_run(tmp_path, name: str, *extra: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """The README's command, for one peer and into the test's folder: the run's conformance.json."""
     if not network_namespace_available():
         pytest.skip("no network namespace here (`unshare -rn` and `ip` are needed): a peer cannot be isolated")
-    peer = get_peer(name)
     ensure(name)  # needs the package registry the first time; cached in .cache/ afterwards
     reports, doc = tmp_path / "reports", tmp_path / "peer.md"
-    # The README's command, for one peer and into the test's folder.
     command = readme_command("python3 tasks.py peers") + ["--peer", name, "--report-dir", str(reports)]
-    command += ["--doc", str(doc)]
-    completed = subprocess.run(
-        [sys.executable, *command[1:]],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    command += ["--doc", str(doc), *extra]
+    completed = subprocess.run([sys.executable, *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stdout[-4000:] + completed.stderr[-3000:]
-    data = json.loads((reports / "conformance.json").read_text())
+    return json.loads((reports / "conformance.json").read_text()), completed
+
+
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_the_protocol_profile_reports_exactly_the_peers_protocol_violations(tmp_path, name):
+    """What a user of the peer's protocol learns: only the protocol's own rules are judged, and the violations found
+    are exactly the baseline's protocol entries (each documented in docs/<target>.md with the text it breaks)."""
+    peer = get_peer(name)
+    data, _ = _peer_run(tmp_path, name, "--profile", "protocol")
+    assert data["profile"] == "protocol"
+    verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
+    judged = {rid for rid, verdict in verdicts.items() if verdict not in ("N/A", "EXCLUDED", "NOT SELECTED")}
+    assert judged and all(SOURCES[rid] == "protocol" for rid in judged), judged
+    assert not {"FAIL", "STALE", "ERROR", "FLAKY"} & set(verdicts.values()), verdicts
+    baseline = yaml.safe_load((REPO / "peers" / "baselines" / f"{peer.target}.yaml").read_text(encoding="utf-8"))
+    protocol_known = {rid for rid in baseline["known_failures"] if SOURCES[rid] == "protocol"}
+    assert {rid for rid, verdict in verdicts.items() if verdict == "XFAIL"} == protocol_known
+
+
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_the_peer_run_matches_its_baseline(tmp_path, name):
+    peer = get_peer(name)
+    data, completed = _peer_run(tmp_path, name)
     assert data["passed"] and data["target"]["name"] == peer.target
     verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
     assert not {"FAIL", "STALE", "ERROR", "FLAKY"} & set(verdicts.values()), verdicts
