@@ -1,5 +1,6 @@
 """The Vercel AI SDK UI message stream, protocol v1, as `useChat` with `DefaultChatTransport` consumes it
-(spec/behaviour.md, "UI message stream channel": UI-001..004).
+(spec/behaviour.md, "UI message stream channel": UI-001..004, and "UI message stream protocol": UI-PROTO-001..004,
+the protocol's own rules that the contract's mapping keeps).
 
 `UiMessageStream` is the pure translation of a turn's contract events into UI message chunks (UI-002, UI-003);
 the routes read the body of `DefaultChatTransport` (UI-001), start the turn with the shared core (CHANNEL-002)
