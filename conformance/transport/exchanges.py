@@ -9,12 +9,6 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-EXCERPT = 2000
-
-
-def _excerpt(text: str, limit: int = EXCERPT) -> str:
-    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more characters)"
-
 
 @dataclass
 class Exchange:
@@ -58,20 +52,16 @@ class Exchange:
         return " ".join(parts)
 
     def as_evidence(self) -> dict[str, Any]:
+        """The whole exchange: every event, or the whole body (a report may fold it, never cut it)."""
         evidence: dict[str, Any] = {
             "request": {"method": self.method, "url": self.url, "body": self.request_body, "as_user": self.user},
             "response": {"status": self.status, "content_type": self.content_type, "headers": self.headers},
             "reproduction": self.curl(),
         }
         if self.events:
-            shown = (
-                self.events
-                if len(self.events) <= 40
-                else self.events[:20] + [{"...": len(self.events) - 40}] + self.events[-20:]
-            )
-            evidence["response"]["events"] = shown
+            evidence["response"]["events"] = self.events
         elif self.body:
-            evidence["response"]["body"] = _excerpt(self.body)
+            evidence["response"]["body"] = self.body
         if self.error:
             evidence["response"]["error"] = self.error
         return evidence
