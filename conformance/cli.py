@@ -1,7 +1,7 @@
 """`copilot-conformance`: run the conformance suite against an implementation of the GNS3 Copilot Chat API.
 
-    copilot-conformance run [--target NAME|FILE] [--report-dir reports/] [--jobs N] [--only SELECTOR ...]
-                            [--seed N] [--keep] [--quiet]
+    copilot-conformance run [--target NAME|FILE] [--profile protocol|contract] [--report-dir reports/] [--jobs N]
+                            [--only SELECTOR ...] [--seed N] [--keep] [--quiet]
     copilot-conformance targets         the built-in targets
     copilot-conformance requirements    the requirement registry
     copilot-conformance explain ID      one requirement: where it is specified, checked, implemented, proven
@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 import gns3_copilot_spec as spec
-from conformance.checks import SelectionError, load_all, select
+from conformance.checks import PROFILES, SelectionError, load_all, select
 from conformance.errors import TargetError
 from conformance.harness.environment import DEFAULT_SEED
 from conformance.harness.findings import Outcome
@@ -139,6 +139,14 @@ def cli() -> None:
     "(`copilot-conformance targets`). Default: the built-in reference server.",
 )
 @click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    default=None,
+    help="What the run judges: `protocol`, only the rules the protocols themselves make (source: protocol in "
+    "spec/requirements.yaml); `contract`, those and the contract's own. The others are reported NOT SELECTED. "
+    "Default: contract for a target with the GNS3 chat API, protocol for a channel-only target.",
+)
+@click.option(
     "--report-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("reports"),
@@ -175,6 +183,7 @@ def cli() -> None:
 @click.option("--skip-contract-check", is_flag=True, help="Do not validate spec/ before the run.")
 def run(
     target_name: str | None,
+    profile: str | None,
     report_dir: Path,
     jobs: int,
     only: tuple[str, ...],
@@ -200,8 +209,9 @@ def run(
 
     out = _stdout()
     target = _target_or_exit(target_name)
+    profile = profile or target.default_profile
     try:
-        chosen = select(only)
+        chosen = select(only, profile)
     except SelectionError as exc:
         click.echo(f"copilot-conformance: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -217,14 +227,21 @@ def run(
             out.print("no implementation was tested: fix spec/ first")
             sys.exit(EXIT_FAILED)
         if not quiet:
-            out.print(f"GNS3 Copilot Chat API contract {spec.contract_version()}", markup=False)
+            out.print(f"GNS3 Copilot Chat API contract {spec.contract_version()}, profile {profile}", markup=False)
             for line in checked:
                 out.print(f"  checked: {line}", markup=False)
 
     try:
         with _ProgressReporter(len(chosen), enabled=not quiet) as progress:
             reported = run_and_report(
-                target, report_dir, jobs=jobs, only=list(only) or None, seed=seed, keep=keep, on_check_done=progress
+                target,
+                report_dir,
+                jobs=jobs,
+                only=list(only) or None,
+                seed=seed,
+                keep=keep,
+                on_check_done=progress,
+                profile=profile,
             )
     except TargetError as exc:  # preflight: the target file is wrong about the server; nothing was judged
         click.echo(f"copilot-conformance: {PREFLIGHT_STOPPED}: {exc}", err=True)
@@ -251,7 +268,7 @@ def targets() -> None:
             continue
         how = "started by the suite" if "start" in target.data else target.data.get("base_url", "")
         channels = ", ".join(target.channels)
-        capabilities = ", ".join(sorted(target.declarations["capabilities"])) or "-"
+        capabilities = ", ".join(sorted(target.declarations.get("capabilities", []))) or "-"
         table.add_row(path.stem, target.name, how, channels, capabilities, target.data.get("description", ""))
     _stdout().print(table)
 
@@ -321,11 +338,11 @@ def export_scripts(folder: Path, target_name: str | None) -> None:
     """Write the scripts into FOLDER, one YAML file each, as a run against this target writes them; then
     `python -m fake_llm serve --scripts FOLDER --port P` serves them (P: the port the users' LLM configuration
     names, shown in the report's reproductions)."""
-    from conformance.rules.scenarios import write_scripts
+    from conformance.harness.provisioning import target_scripts
 
     target = _target_or_exit(target_name)
     try:
-        written = write_scripts(folder, target.tools, target.heartbeat_interval)
+        written = target_scripts(target, folder)
     except OSError as exc:
         click.echo(f"copilot-conformance: cannot write the scripts to {folder}: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -1,7 +1,8 @@
 """pytest plugin of the conformance suite (entry point `copilot_conformance`):
 
-    pytest --pyargs conformance --copilot-target NAME|FILE [--copilot-report-dir DIR] [--copilot-only SELECTOR]
-           [--copilot-seed N] [--copilot-keep] [--copilot-jobs N] [-k TITLE-003]
+    pytest --pyargs conformance --copilot-target NAME|FILE [--copilot-profile protocol|contract]
+           [--copilot-report-dir DIR] [--copilot-only SELECTOR] [--copilot-seed N] [--copilot-keep] [--copilot-jobs N]
+           [-k TITLE-003]
 
 The engine runs once per session (a session-scoped fixture), writes the same reports as `copilot-conformance run`,
 and conformance/test_requirements.py turns each requirement of the registry into one test, its id as the test id.
@@ -25,6 +26,7 @@ from conformance.harness.findings import Outcome, Verdict
 REQUIREMENT_TESTS = Path(__file__).resolve().parent / "test_requirements.py"
 OPTIONS = {  # option -> (dest, default): every option of the plugin, all prefixed
     "--copilot-target": ("copilot_target", None),
+    "--copilot-profile": ("copilot_profile", None),
     "--copilot-report-dir": ("copilot_report_dir", None),
     "--copilot-only": ("copilot_only", []),
     "--copilot-seed": ("copilot_seed", None),
@@ -43,6 +45,7 @@ class ConformanceRun:
 
     target: Any = None
     only: list[str] = field(default_factory=list)  # --copilot-only, plus the requirements the tests selected
+    profile: str | None = None  # --copilot-profile, or the target's default
     result: Any = None
     data: dict[str, Any] | None = None
     files: dict[str, str] = field(default_factory=dict)
@@ -62,6 +65,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME|FILE",
         default=None,
         help="a target file or the name of a built-in target (`reference`: the built-in reference server)",
+    )
+    group.addoption(
+        "--copilot-profile",
+        dest="copilot_profile",
+        choices=("protocol", "contract"),
+        default=None,
+        help="protocol: judge only the protocols' own rules; contract: those and the contract's (default: contract "
+        "for a target with the GNS3 chat API, protocol for a channel-only target)",
     )
     group.addoption(
         "--copilot-report-dir",
@@ -120,8 +131,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
         return
     import gns3_copilot_spec as spec
-    from conformance.checks import SelectionError, select
+    from conformance.checks import SelectionError, profile_note, select
     from conformance.errors import TargetError
+    from conformance.harness.findings import not_applicable
     from conformance.harness.target import load_target
 
     state = config.stash[_STATE]
@@ -129,17 +141,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         state.target = load_target(config.getoption("copilot_target"))
     except TargetError as exc:
         raise pytest.UsageError(f"copilot-conformance: bad target: {exc}") from None
+    state.profile = config.getoption("copilot_profile") or state.target.default_profile
     only = list(config.getoption("copilot_only"))
     records = {record["id"]: record for record in spec.load_requirements()["requirements"]}
     wanted = {item.callspec.params["requirement_id"] for item in tests}
     if wanted != set(records):  # -k or node ids chose some requirements: run only the checks that judge them
-        for item in tests:  # an excluded requirement has no check to run: its test says why, without a run
+        for item in tests:  # an excluded requirement, or one the profile leaves out: its test says why, without a run
             record = records[item.callspec.params["requirement_id"]]
             if "excluded" in record:
                 item.add_marker(pytest.mark.skip(reason=f"EXCLUDED: {record['excluded']}"))
-        only += sorted(r for r in wanted if "excluded" not in records[r])
+            elif (note := profile_note(record, state.profile)) is not None:
+                reason = not_applicable(record, state.target.capabilities)
+                item.add_marker(pytest.mark.skip(reason=f"N/A: {reason}" if reason else f"NOT SELECTED: {note}"))
+        only += sorted(
+            r for r in wanted if "excluded" not in records[r] and not profile_note(records[r], state.profile)
+        )
+        if not only:  # every selected test was skipped above: nothing to run
+            return
     try:
-        select(only)
+        select(only, state.profile)
     except SelectionError as exc:
         raise pytest.UsageError(f"copilot-conformance: {exc}") from None
     state.only = only
@@ -167,6 +187,7 @@ def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
                 only=state.only or None,
                 seed=DEFAULT_SEED if config.getoption("copilot_seed") is None else config.getoption("copilot_seed"),
                 keep=config.getoption("copilot_keep"),
+                profile=state.profile,
             )
         except TargetError as exc:  # preflight: the target file is wrong about the server
             pytest.exit(f"copilot-conformance: {PREFLIGHT_STOPPED}: {exc}", returncode=2)

@@ -53,6 +53,10 @@ AREAS: dict[str, str] = {
     "OpenAI channel": "channel_openai",
     "UI message stream channel": "channel_ui",
     "AG-UI channel": "channel_ag_ui",
+    # The protocols' own rules (source: protocol), judged by the same checks as their channel's.
+    "OpenAI protocol": "channel_openai",
+    "UI message stream protocol": "channel_ui",
+    "AG-UI protocol": "channel_ag_ui",
 }
 
 
@@ -134,7 +138,32 @@ def load_all() -> dict[str, CheckSpec]:
 
 
 class SelectionError(ValueError):
-    """An `--only` selector that names no requirement, area or check."""
+    """An `--only` selector that names no requirement, area or check, or an unknown profile."""
+
+
+# What a run judges (--profile): `protocol`, only the rules the protocols themselves make (`source: protocol` in
+# spec/requirements.yaml); `contract`, those and the contract's own. The target's default: Target.default_profile.
+PROFILES = ("protocol", "contract")
+
+
+def in_profile(record: dict, profile: str) -> bool:
+    """Whether the profile judges this requirement."""
+    return profile == "contract" or record.get("source") == "protocol"
+
+
+def profile_note(record: dict, profile: str) -> str | None:
+    """Why the profile leaves this requirement out (its NOT SELECTED note), or None when it judges it."""
+    if in_profile(record, profile):
+        return None
+    return (
+        f"not selected by the profile {profile}: a rule of the contract (source: {record.get('source')}), not of the "
+        "protocol (--profile contract judges it)"
+    )
+
+
+def _check_profile(profile: str) -> None:
+    if profile not in PROFILES:
+        raise SelectionError(f"--profile {profile}: no such profile (the profiles: {', '.join(PROFILES)})")
 
 
 def _selected_by(selector: str, checks: dict[str, CheckSpec]) -> list[str]:
@@ -157,17 +186,32 @@ def _selected_by(selector: str, checks: dict[str, CheckSpec]) -> list[str]:
     return [c for c in checks if c == selector or c.startswith(selector.rstrip(".") + ".")]
 
 
-def select(only: Iterable[str] | None) -> list[CheckSpec]:
-    """The checks a run with `only` runs, in registry order: every check without `only`. Each selector is a
-    requirement id, an area, a check id or a group of check ids up to a dot; several may share one value, separated by
-    commas. A selector that names nothing raises SelectionError with the closest names."""
-    checks = load_all()
+def select(only: Iterable[str] | None, profile: str = "contract") -> list[CheckSpec]:
+    """The checks a run with `only` and `profile` runs, in registry order: every check of the profile (one that
+    judges at least one of its requirements) without `only`. Each selector is a requirement id, an area, a check id
+    or a group of check ids up to a dot; several may share one value, separated by commas. A selector that names
+    nothing, or nothing the profile judges, raises SelectionError with the closest names."""
+    _check_profile(profile)
+    records = {r["id"]: r for r in spec.load_requirements()["requirements"]}
+    checks = {
+        check_id: spec_
+        for check_id, spec_ in load_all().items()
+        if any(in_profile(records[r], profile) for r in spec_.requirements)
+    }
     selectors = [part.strip() for value in (only or []) for part in value.split(",") if part.strip()]
     if not selectors:
         return list(checks.values())
+    everything = load_all()
     wanted: set[str] = set()
     for selector in selectors:
-        named = _selected_by(selector, checks)
+        named = _selected_by(selector, everything)
+        record = records.get(selector.upper())
+        if (record is not None and not in_profile(record, profile)) or (named and not set(named) & set(checks)):
+            raise SelectionError(
+                f"--only {selector}: it names only rules of the contract, which --profile {profile} does not judge "
+                "(--profile contract judges them)"
+            )
+        named = [c for c in named if c in checks]
         if not named:
             known = (
                 [r["id"] for r in spec.load_requirements()["requirements"]] + sorted(set(AREAS.values())) + list(checks)

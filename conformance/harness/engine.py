@@ -16,11 +16,12 @@ from pathlib import Path
 import httpx
 
 import gns3_copilot_spec as spec
-from conformance.checks import CheckSpec, select
+from conformance.checks import CheckSpec, profile_note, select
 from conformance.errors import HarnessError, TargetError
 from conformance.harness.cleanup import finish
 from conformance.harness.environment import DEFAULT_SEED
 from conformance.harness.execution import CheckRun, run_checks
+from conformance.harness.findings import Outcome, RequirementVerdict, Verdict, not_applicable, run_passes
 from conformance.harness.provisioning import prepare
 from conformance.harness.target import Target
 from conformance.harness.verdicts import RunResult, applicable, failed_run, judged_run
@@ -34,9 +35,12 @@ def run_suite(
     seed: int = DEFAULT_SEED,
     keep: bool = False,
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
+    profile: str | None = None,
 ) -> RunResult:
     """`run`, from code that is not async (the front-ends, a user's script)."""
-    return asyncio.run(run(target, jobs=jobs, only=only, seed=seed, keep=keep, on_check_done=on_check_done))
+    return asyncio.run(
+        run(target, jobs=jobs, only=only, seed=seed, keep=keep, on_check_done=on_check_done, profile=profile)
+    )
 
 
 async def run(
@@ -48,15 +52,19 @@ async def run(
     keep: bool = False,
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
     workdir: Path | None = None,
+    profile: str | None = None,
 ) -> RunResult:
     """Run the checks selected by `only` (requirement ids, areas, check ids: conformance.checks.select; all by
-    default) against the target and judge every requirement; `seed` draws the generated requests; what the run
-    made on the target is removed at the end unless `keep`. A harness error or a suite bug gives a result whose
-    requirements are ERROR; only a target file that preflight proves wrong raises (TargetMisdeclared, a
-    TargetError), and a selector that names nothing raises SelectionError."""
+    default) and `profile` (`protocol`: the protocols' own rules only; `contract`: those and the contract's; the
+    target's default_profile when None) against the target and judge every requirement; `seed` draws the
+    generated requests; what the run made on the target is removed at the end unless `keep`. A harness error or a
+    suite bug gives a result whose requirements are ERROR; only a target file that preflight proves wrong raises
+    (TargetMisdeclared, a TargetError), and a selector that names nothing, or an unknown profile, raises
+    SelectionError. The result's `profile` is the profile the run judged."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.monotonic()
-    chosen = select(only)  # SelectionError: the caller's usage error, before anything starts
+    profile = profile or target.default_profile
+    chosen = select(only, profile)  # SelectionError: the caller's usage error, before anything starts
     try:
         result = await _run(target, jobs, chosen, bool(only), seed, keep, on_check_done, workdir, started, started_at)
     except TargetError:  # the target file is wrong (preflight): a usage error for the caller, not a verdict
@@ -68,6 +76,43 @@ async def run(
         details = message + "\n" + "".join(traceback.format_exception(exc)[-4:])
         result = failed_run(target, message, details, started, started_at)
     result.seed, result.only = seed, list(only or [])
+    return profiled(result, profile)
+
+
+def _undeclared_reason(verdict: RequirementVerdict, undeclared: dict[str, str]) -> str | None:
+    """The reason a NOT TESTABLE requirement is N/A: everything that kept it from being judged is a scenario whose
+    tool the target does not declare (CheckRun.undeclared); None otherwise."""
+    left = [f for f in verdict.findings if f.outcome != Outcome.PASSED]
+    reasons = {undeclared.get(f.check) for f in left}
+    if not left or None in reasons or any(f.outcome != Outcome.NOT_TESTABLE for f in left):
+        return None
+    if any(not f.message.endswith(undeclared[f.check]) for f in left):  # stopped there, not for another reason
+        return None
+    return "; ".join(sorted(reasons))
+
+
+def profiled(result: RunResult, profile: str) -> RunResult:
+    """The result as the profile judges it: a requirement the profile leaves out is NOT SELECTED with that reason
+    (unless it is N/A or EXCLUDED for the target anyway); a requirement only a scenario of an undeclared tool could
+    judge is N/A with the reason; whether the run passes, again; and `result.profile`."""
+    by_id = {verdict.id: verdict for verdict in result.verdicts}
+    undeclared = {run_.id: run_.undeclared for run_ in result.checks if run_.undeclared}
+    verdicts = []
+    for record in spec.load_requirements()["requirements"]:
+        verdict, note = by_id.get(record["id"]), profile_note(record, profile)
+        if note is not None and (verdict is not None or not not_applicable(record, result.target.capabilities)):
+            if verdict is None or verdict.verdict not in (Verdict.NOT_APPLICABLE, Verdict.EXCLUDED):
+                verdict = RequirementVerdict(record, Verdict.NOT_SELECTED, [], note)
+        elif verdict is not None and verdict.verdict == Verdict.NOT_TESTABLE:
+            if (reason := _undeclared_reason(verdict, undeclared)) is not None:
+                verdict = RequirementVerdict(record, Verdict.NOT_APPLICABLE, verdict.findings, reason)
+        if verdict is not None:
+            verdicts.append(verdict)
+    result.verdicts = verdicts
+    if result.harness_error is None:
+        baseline = result.target.baseline
+        result.passed = run_passes(verdicts, baseline.not_testable, baseline=baseline.source is not None)
+    result.profile = profile  # read by the reports (conformance.harness.run_and_report puts it in their data)
     return result
 
 

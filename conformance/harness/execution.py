@@ -6,6 +6,7 @@ pass, and again with the server to itself every check whose duration rule or rac
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from conformance.checks.context import CheckContext
 from conformance.errors import Blocked, BlockedBy, HarnessError, NotTestable
 from conformance.harness.environment import Environment
 from conformance.harness.findings import Finding, Outcome
-from conformance.harness.provisioning import own_project
+from conformance.harness.provisioning import own_project, undeclared_scenarios
 from conformance.harness.transient import transient_errors
 
 
@@ -36,10 +37,28 @@ class CheckRun:
     failed_under_load: str | None = None
     # The rule whose failure stopped the check before its scenario (BlockedBy): that rule's own check judges it.
     blocked_by: str | None = None
+    # Why the check stopped at a scenario whose tool the target does not declare (its leftover findings' message):
+    # what it could not judge then is N/A with this reason, not NOT TESTABLE (conformance.harness.engine).
+    undeclared: str | None = None
 
     @property
     def all_findings(self) -> list[Finding]:
         return self.findings + self.observed
+
+
+# How CheckContext.message names a scenario the suite does not play ("scenario 'cs-tool' needs a tool ...").
+_SCENARIO = re.compile(r"scenario '([A-Za-z0-9_-]+)'")
+
+
+def _undeclared_tool(stopped: NotTestable, env: Environment) -> str | None:
+    """Why a check stopped, when it stopped at a scenario the suite does not play for want of its tool."""
+    named = _SCENARIO.search(str(stopped))
+    if named is None or named.group(1) in env.scripts:
+        return None
+    role = undeclared_scenarios(env.target).get(named.group(1))
+    if role is None:
+        return None
+    return f"the scenario {named.group(1)} needs declarations.tools.{role}, which the target does not declare"
 
 
 async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
@@ -55,7 +74,7 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
     # Whether the check's requirements judged so far were judged whole: yes when it ran to its end, and when a
     # failed step of its own stopped it (that requirement FAILs and the check is red whatever else it judged).
     judged_whole = True
-    blocked_by = None
+    blocked_by = undeclared = None
     try:
         await spec_.function(ctx)
     except Blocked as blocked:
@@ -67,8 +86,8 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
         leftover_outcome = Outcome.NOT_TESTABLE
         leftover_message = f"blocked by {blocked.requirement}: {blocked.message}"
     except NotTestable as exc:
-        judged_whole = False
-        leftover_outcome, leftover_message = Outcome.NOT_TESTABLE, str(exc)
+        judged_whole, undeclared = False, _undeclared_tool(exc, env)
+        leftover_outcome, leftover_message = Outcome.NOT_TESTABLE, undeclared or str(exc)
     except Exception as exc:  # the suite's own fault (HarnessError), or a target too broken to go on
         judged_whole = False
         leftover_message = f"harness error: {type(exc).__name__}: {exc}\n" + "".join(
@@ -92,7 +111,14 @@ async def run_check(spec_: CheckSpec, env: Environment) -> CheckRun:
     transient = transient_errors(ctx.client.exchanges, env.scripts)
     duration = time.monotonic() - started
     return CheckRun(
-        spec_.id, spec_.requirements, duration, findings, ctx.client.observed, transient, blocked_by=blocked_by
+        spec_.id,
+        spec_.requirements,
+        duration,
+        findings,
+        ctx.client.observed,
+        transient,
+        blocked_by=blocked_by,
+        undeclared=undeclared,
     )
 
 

@@ -53,26 +53,73 @@ async def _prefix_and_users(ctx: CheckContext) -> None:
 async def _llm_and_tools(ctx: CheckContext) -> None:
     result = await ctx.client.stream({"message": ctx.message("cs-plain", "Preflight")})
     answered = f"the stream answered {result.exchange.outcome}"
-    await _offers_tools(ctx, await ctx.llm.main_requests(), answered)
+    await _offers_tools(ctx, await ctx.llm.requests(), answered)
 
 
-async def _offers_tools(ctx: CheckContext, generations: list[dict[str, Any]], answered: str) -> None:
-    env = ctx.env
-    if not generations:
-        raise TargetMisdeclared(
+def _start_lacks(target: Any, placeholder: str) -> bool:
+    """Whether the target is started by the suite with a command (and env) that never names `placeholder`."""
+    start = target.data.get("start")
+    if start is None:
+        return False
+    places = [*start["command"], *(start.get("env") or {}).values()]
+    return not any("{" + placeholder + "}" in place for place in places)
+
+
+def _no_generation(env: Environment, answered: str) -> TargetMisdeclared:
+    """What to change when a turn reached no generation of the fake LLM: the users' LLM configuration for a target
+    with the GNS3 chat API (or llm.mode controller), the server's own model URL for a channel-only one (no user of
+    it has an LLM configuration)."""
+    target, url = env.target, env.fake_llm_url
+    missed = f"a turn reached no LLM generation of the suite's fake LLM at {url} ({answered})"
+    if target.serves_gns3 or target.llm["mode"] == "controller":
+        return TargetMisdeclared(
             "llm",
-            f"a turn reached no LLM generation of the suite's fake LLM at {env.fake_llm_url} ({answered}): point "
-            "the users' LLM configuration at it (llm.mode: controller with llm.config, or configure it before the run)",
+            f"{missed}: point the users' LLM configuration at it (llm.mode: controller with llm.config, or "
+            "configure it before the run)",
         )
+    if _start_lacks(target, "fake_llm_url"):
+        return TargetMisdeclared(
+            "start.command",
+            f"{missed}: the command and its env lack the {{fake_llm_url}} placeholder; give it to the server as its "
+            "model's OpenAI base URL (e.g. `--llm-base-url {fake_llm_url}`, or an env variable)",
+        )
+    if "start" in target.data:
+        return TargetMisdeclared(
+            "start.command",
+            f"{missed}: the server was given {{fake_llm_url}} but did not send its model's requests there; give it "
+            "as the server's OpenAI base URL",
+        )
+    return TargetMisdeclared(
+        "fake_llm.port",
+        f"{missed}: start the server with its model's OpenAI base URL at the fake LLM, and declare that URL's port as "
+        "fake_llm.port so that the suite serves it there",
+    )
+
+
+async def _offers_tools(ctx: CheckContext, requests: list[dict[str, Any]], answered: str) -> None:
+    """The turn's requests to the fake LLM (its log for the run) hold a main generation offered every declared
+    tool."""
+    env = ctx.env
+    generations = [r for r in requests if r.get("step") is not None]
+    if requests and not generations:
+        raise TargetMisdeclared(
+            "declarations.tools",
+            f"the turn's requests to the suite's fake LLM ({answered}) bind no tool: the fake LLM answers a request "
+            "without tools as a title generation (spec/fake-llm/README.md, selection rule 3), so it cannot play the "
+            "suite's scenarios through this server; the suite judges a server whose model is offered at least one tool",
+        )
+    if not generations:
+        raise _no_generation(env, answered)
     offered = set(generations[0].get("tools") or [])
     for role, declared in env.target.tools.items():
         for index, tool in enumerate(declared if isinstance(declared, list) else [declared]):
             if tool["name"] not in offered:
                 key = f"declarations.tools.{role}" + (f"[{index}]" if isinstance(declared, list) else "")
+                instead = "" if env.target.serves_gns3 else f", or leave {key} out (its scenarios are then N/A)"
                 raise TargetMisdeclared(
                     key,
                     f"the server does not offer the tool {tool['name']!r} to its LLM (it offers "
-                    f"{sorted(offered) or 'no tool'}): declare a tool this server has",
+                    f"{sorted(offered) or 'no tool'}): declare a tool this server has{instead}",
                 )
 
 
@@ -105,18 +152,30 @@ async def _channel_turn(ctx: CheckContext, script: str) -> tuple[float, Any]:
     took = time.monotonic() - started
     if answer.status is None:
         raise TargetMisdeclared("base_url", f"{answer.exchange.describe()}: no answer ({answer.exchange.error})")
-    if answer.status == 404:
+    where = f"{answer.exchange.method} {answer.exchange.url}"
+    if answer.status in (404, 405):
         raise TargetMisdeclared(
-            f"channels.{chosen.channel}.path", f"{answer.exchange.describe()}: the channel is not served there"
+            f"channels.{chosen.channel}.path", f"{where} answered {answer.status}: the channel is not served there"
         )
+    if answer.status in (401, 403):
+        raise TargetMisdeclared("auth", _refused(ctx.env.target, where, answer.status))
     return took, answer
+
+
+def _refused(target: Any, where: str, status: int) -> str:
+    if target.auth["mode"] == "none":
+        return (
+            f"{where} answered {status}: the server wants a token, and the target file gives none; declare it as "
+            "auth: {mode: tokens, tokens: {main: <token>}}"
+        )
+    return f"{where} answered {status}: the server refuses the token of auth.tokens.main"
 
 
 async def _channels_only(ctx: CheckContext) -> None:
     """Preflight of a target that serves channels only: the first one answers, a turn reaches the fake LLM with the
     declared tools, the slow tool takes its time."""
     _took, answer = await _channel_turn(ctx, "cs-plain")
-    await _offers_tools(ctx, await ctx.llm.main_requests(), f"answered {answer.status}")
+    await _offers_tools(ctx, await ctx.llm.requests(), f"answered {answer.status}")
     if "cs-slow-tool" in ctx.env.scripts:
         took, answer = await _channel_turn(ctx, "cs-slow-tool")
         _slow_enough(ctx, took, answer.status)

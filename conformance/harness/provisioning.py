@@ -19,8 +19,8 @@ from conformance.harness.environment import DEFAULT_SEED, Environment, User
 from conformance.harness.ledger import Ledger
 from conformance.harness.preflight import preflight
 from conformance.harness.processes import REPO_ROOT, Process, free_port, start_fake_llm, start_target
-from conformance.harness.target import START_PLACEHOLDERS, Target
-from conformance.rules.scenarios import write_scripts
+from conformance.harness.target import START_PLACEHOLDERS, TOOL_ROLES, Target
+from conformance.rules.scenarios import calls_tool, scenario_scripts, write_scripts
 
 
 @dataclass
@@ -49,6 +49,48 @@ class Prepared:
         return {"fake_llm_port": httpx.URL(self.env.fake_llm_url).port, "base_url": self.env.base_url, "users": users}
 
 
+def _stand_in(role: str) -> dict[str, Any]:
+    return {"name": f"cs_undeclared_{role}", "arguments": {}}
+
+
+def _with_stand_ins(tools: dict[str, Any]) -> dict[str, Any]:
+    """The declared tools, and a stand-in for every role left out: the scenarios that call one are then known."""
+    stand_ins = {role: [_stand_in(role)] * 2 if role == "parallel" else _stand_in(role) for role in TOOL_ROLES}
+    return {**stand_ins, **tools}
+
+
+def undeclared_scenarios(target: Target) -> dict[str, str]:
+    """Scenario -> the tool role (declarations.tools.<role>) it calls and the target does not declare: the suite does
+    not play it, and what only it could judge is N/A with that reason."""
+    scripts = scenario_scripts(_with_stand_ins(target.tools), target.heartbeat_interval)
+    return {
+        name: role
+        for name, script in scripts.items()
+        for role in TOOL_ROLES
+        if role not in target.tools and calls_tool(script, _stand_in(role)["name"])
+    }
+
+
+def target_scripts(target: Target, folder: Path) -> dict[str, dict[str, Any]]:
+    """The fake LLM's scripts of the target's scenarios, written into `folder`: every scenario whose tools it
+    declares (a channel-only target may declare none)."""
+    scripts = write_scripts(folder, _with_stand_ins(target.tools), target.heartbeat_interval)
+    for name in undeclared_scenarios(target):
+        scripts.pop(name)
+        (folder / f"{name}.yaml").unlink()
+    return scripts
+
+
+def _start_advice(start: dict[str, Any], ready_path: str) -> str:
+    """What the target file may have wrong when its server did not start: a {port} the command never names."""
+    if any("{port}" in part for part in [*start["command"], *(start.get("env") or {}).values()]):
+        return ""
+    return (
+        f"\n(start.command and start.env lack the {{port}} placeholder: the suite waits for the server at "
+        f"http://127.0.0.1:{{port}}{ready_path}; give the server that port, e.g. `--port {{port}}`)"
+    )
+
+
 def _fill(value: str, mapping: dict[str, str]) -> str:
     """The suite's placeholders filled in; a launcher's ({database_url}) stays as written (target.py checks both)."""
     for key, replacement in mapping.items():
@@ -59,7 +101,7 @@ def _fill(value: str, mapping: dict[str, str]) -> str:
 async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed: int = DEFAULT_SEED) -> Prepared:
     processes: list[Process] = []
     try:
-        scripts = write_scripts(workdir / "scripts", target.tools, target.heartbeat_interval)
+        scripts = target_scripts(target, workdir / "scripts")
         fake, fake_url = start_fake_llm(workdir / "scripts", target.section("fake_llm", {}).get("port", 0))
         processes.append(fake)
         if "start" in target.data:
@@ -76,17 +118,19 @@ async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed
             base_url = f"http://127.0.0.1:{port}"
             command = [_fill(part, mapping) for part in start["command"]]
             env = {k: _fill(v, mapping) for k, v in (start.get("env") or {}).items()}
-            processes.append(
-                await asyncio.to_thread(
+            try:
+                started = await asyncio.to_thread(
                     start_target,
                     command,
                     env=env,
                     base_url=base_url,
-                    ready_path=start.get("ready_path", "/v3/version"),
+                    ready_path=target.ready_path,
                     timeout=start.get("timeout_seconds", 60),
                     workdir=workdir,
                 )
-            )
+            except HarnessError as exc:
+                raise HarnessError(f"{exc}{_start_advice(start, target.ready_path)}") from exc
+            processes.append(started)
         else:
             base_url = target.data["base_url"].rstrip("/")
         prepared = await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
@@ -100,12 +144,12 @@ async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed
 
 
 async def _provision(target, workdir, client, base_url, fake_url, scripts, processes) -> Prepared:
-    auth = target.section("auth", {"mode": "tokens"})
+    auth = target.auth
     suffix = secrets.token_hex(3)
     users: dict[str, User] = {}
     controller = maker = None
     ledger = Ledger()
-    llm = target.section("llm", {"mode": "preconfigured"})
+    llm = target.llm
     if llm["mode"] == "controller" and auth["mode"] != "controller":
         raise HarnessError("llm.mode controller needs auth.mode controller (the admin configures the users)")
     if auth["mode"] == "controller":

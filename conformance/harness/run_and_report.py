@@ -46,16 +46,19 @@ def run_and_report(
     keep: bool = False,
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
     findings_doc: Path | None = None,
+    profile: str | None = None,
 ) -> Reported:
-    """Run the suite (conformance.harness.engine.run_suite) and write conformance.json, junit.xml, report.html and
-    summary.txt into `report_dir`, and the findings document (conformance.reports.findings_doc) when `findings_doc`
-    names it. A report that cannot be written is the result's `error`, never a lost run."""
+    """Run the suite (conformance.harness.engine.run_suite) under `profile` (the target's default when None) and
+    write conformance.json, junit.xml, report.html and summary.txt into `report_dir`, and the findings document
+    (conformance.reports.findings_doc) when `findings_doc` names it. A report that cannot be written is the result's
+    `error`, never a lost run. The reports' data says which profile judged the run (`profile`)."""
     from conformance.reports import report_data, report_paths, write_reports
     from conformance.reports.findings_doc import write_findings
 
-    result = run_suite(target, jobs=jobs, only=only, seed=seed, keep=keep, on_check_done=on_check_done)
+    result = run_suite(target, jobs=jobs, only=only, seed=seed, keep=keep, on_check_done=on_check_done, profile=profile)
     files = {kind: str(path) for kind, path in report_paths(report_dir).items()}
     data = report_data(result, files)
+    data.setdefault("profile", result.profile)
     try:
         written = write_reports(result, report_dir, data=data)
     except OSError as exc:
@@ -69,14 +72,23 @@ def run_and_report(
     return reported
 
 
-def run_and_echo(target_file: str, report_dir: Path, findings_doc: Path, *, jobs: int, only: list[str] | None) -> int:
-    """What the GNS3 and the peers runners do inside their network namespace: run against a target file, write the
-    reports and the findings document, print the summary and every file written; the exit status."""
+def run_and_echo(
+    target_file: str,
+    report_dir: Path,
+    findings_doc: Path,
+    *,
+    jobs: int,
+    only: list[str] | None,
+    profile: str | None = None,
+) -> int:
+    """What the GNS3 and the peers runners do inside their network namespace: run against a target file (under
+    `profile`, the target's default when None), write the reports and the findings document, print the summary and
+    every file written; the exit status."""
     from conformance.reports.console import summary_text
 
     target = load_target(target_file)
     try:
-        reported = run_and_report(target, report_dir, jobs=jobs, only=only, findings_doc=findings_doc)
+        reported = run_and_report(target, report_dir, jobs=jobs, only=only, findings_doc=findings_doc, profile=profile)
     except TargetError as exc:
         click.echo(f"{PREFLIGHT_STOPPED}: {exc}", err=True)
         return EXIT_USAGE

@@ -80,14 +80,28 @@ def test_an_unknown_declaration_is_named_with_its_place():
 def test_missing_declarations():
     data = minimal()
     del data["declarations"]
-    assert "'declarations' is a required property" in problem(data)
+    assert (
+        "`declarations` (heartbeat_interval, title_counts_in_stats, capabilities, tools) is required when the "
+        "target serves the GNS3 chat API" in problem(data)
+    )
 
 
 def test_a_missing_declaration_is_named():
     data = minimal()
     del data["declarations"]["heartbeat_interval"]
     message = problem(data)
-    assert "declarations: 'heartbeat_interval' is a required property" in message
+    assert "declarations.heartbeat_interval is required when the target serves the GNS3 chat API" in message
+
+
+def test_every_missing_gns3_declaration_is_listed_at_once():
+    data = minimal()
+    for key in ("auth", "llm", "projects"):
+        del data[key]
+    del data["declarations"]["tools"]["single"]
+    message = problem(data)
+    assert message.startswith("target is not a valid target file:\n")
+    for key in ("`projects`", "`auth`", "`llm`", "declarations.tools.single"):
+        assert f"  - {key}" in message, key
 
 
 @pytest.mark.parametrize("prefix", ["/v3/chat", "v3/projects/{project_id}/chat", "/v3/projects/{project_id}/chat/"])
