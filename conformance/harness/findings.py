@@ -72,7 +72,17 @@ def _spoken(outcome: Outcome) -> str:
 
 # Sections of spec/requirements.yaml whose rules are those of a channel (each rule there names its capability), and
 # the sections of the rules every channel shares; every other section is the GNS3 chat API's (`channel_gns3`).
-CHANNEL_SECTIONS = frozenset({"OpenAI channel", "UI message stream channel", "AG-UI channel"})
+# A channel's rules: the contract's mapping and the protocol's own rules (source: protocol).
+CHANNEL_SECTIONS = frozenset(
+    {
+        "OpenAI channel",
+        "UI message stream channel",
+        "AG-UI channel",
+        "OpenAI protocol",
+        "UI message stream protocol",
+        "AG-UI protocol",
+    }
+)
 SHARED_CHANNEL_SECTIONS = frozenset({"Channels", "Across channels"})
 CHANNEL_CAPABILITIES = frozenset({"channel_openai", "channel_ui", "channel_ag_ui"})
 # Derived by Target.capabilities from `declarations.database.engine: postgresql`: the rules of capability `db_access`
