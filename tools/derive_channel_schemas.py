@@ -35,6 +35,7 @@ PYDANTIC_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 def _openai_types() -> dict[str, tuple[str, Any]]:
     """File name -> (the openai export, the type)."""
     from openai.types import Model
+    from openai.types.shared import ErrorObject
     from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
     from openai.types.responses import Response, ResponseStreamEvent, response_create_params
 
@@ -60,6 +61,9 @@ def _openai_types() -> dict[str, tuple[str, Any]]:
             response_create_params.ResponseCreateParamsNonStreaming,
         ),
         "openai_model": ("openai.types.Model (an item of GET /v1/models)", Model),
+        # The object of an error body `{"error": <object>}` (OPENAI-PROTO-006); the envelope is the client's
+        # (openai._client.OpenAI._make_status_error reads body["error"]), not a type of the package.
+        "openai_error_object": ("openai.types.shared.ErrorObject (the `error` of an error body)", ErrorObject),
     }
 
 

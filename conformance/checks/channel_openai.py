@@ -1,6 +1,8 @@
-"""The OpenAI channel (OPENAI-*): the requests Chat Completions and Responses take, their streams judged by the
-protocol's rules (conformance/rules/openai.py, the official schemas there) and by the `openai` client
-itself run over each recorded body, the non-streamed answers, every refusal's OpenAI error body, and the models.
+"""The OpenAI channel in two voices: OpenAI's protocol (OPENAI-PROTO-001..010: the standard request members served,
+the streams, the ChatCompletion, the Response, the error body, the model list) and the contract's additions
+(OPENAI-001..007: sessions, instructions, the contract's members, codes and statuses, the turn's text and usage).
+The rules are conformance/rules/openai.py (chat stream), openai_responses.py (responses stream), openai_bodies.py
+(whole answers, errors) and openai_requests.py (what is sent); the `openai` client itself reads each recorded body.
 
 The checks reach the target only over HTTP, as any OpenAI client would, and read the fake LLM's log to see what
 reached the model (instructions, the earlier turns of a continued session)."""
@@ -22,12 +24,13 @@ from conformance.checks.support_channels import endpoint, real_client_reads, rec
 from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.rules import official
 from conformance.rules import openai as rules_openai
+from conformance.rules import openai_responses as rules_responses
 from conformance.rules.expected import expected_turn
 from conformance.rules.openai_bodies import (
     chat_client_violations,
     completion_problems,
-    error_of,
     error_problems,
+    failed_turn_problems,
     names_member,
     refused_as,
     response_problems,
@@ -35,14 +38,24 @@ from conformance.rules.openai_bodies import (
     responses_client_violations,
     session_header,
 )
+from conformance.rules.openai_requests import (
+    UNKNOWN_MEMBER,
+    UNKNOWN_MODEL,
+    chat_contract_accepted,
+    chat_refused,
+    chat_standard,
+    not_served,
+    responses_standard,
+    session_metadata,
+    with_instructions,
+)
 from conformance.rules.violations import Violation, short
-from conformance.transport.exchanges import json_or_none
+from conformance.transport.exchanges import Exchange, json_or_none
 
 CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-UNKNOWN_MEMBER = "conformance_unknown_member"
-UNKNOWN_MODEL = "conformance-no-such-model"
+# cs-parallel: text, then tool calls in the same generation (a server failing that fails OPENAI-PROTO-009).
+RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-llm-error", "cs-mid-stream-error"]
 
 
 def scenario_label(script: str) -> str:
@@ -51,6 +64,15 @@ def scenario_label(script: str) -> str:
 
 def ended_stream(answer: ChannelAnswer) -> bool:
     return answer.status == 200 and answer.streamed and answer.completed
+
+
+def judge(ctx: CheckContext, found: list[Violation], judged: set[str], *exchanges: Exchange) -> None:
+    """One finding per requirement of `judged` and of `found`: failed with every violation naming it, else passed."""
+    by_rule: dict[str, list[str]] = {requirement: [] for requirement in judged}
+    for violation in found:
+        by_rule.setdefault(violation.requirement, []).append(violation.message)
+    for requirement, messages in sorted(by_rule.items()):
+        ctx.findings.expect(requirement, not messages, "; ".join(messages), *exchanges)
 
 
 async def judged_turns(ctx: CheckContext, turns: list[Turn], requirement: str) -> list[tuple[Turn, str | None]]:
@@ -110,31 +132,24 @@ async def requests(ctx: CheckContext) -> None:
         made = channel.request(chosen, "cs-plain", session_id=session_id, run=run_tag(ctx, label))
         return {**made, **members}
 
-    # Members the contract accepts, each in a turn of its own (what fails is then named).
+    # Each member in a turn of its own (what fails is then named): OpenAI's standard members (OPENAI-PROTO-001),
+    # then what the contract accepts or refuses besides (OPENAI-001).
     accepted = {
-        "n 1 and tool_choice none": body("n1", n=1, tool_choice="none"),
-        "tool_choice auto, user and temperature": body("auto", tool_choice="auto", user="conformance", temperature=0.5),
-        "an unknown member that is null": body("null", **{UNKNOWN_MEMBER: None}),
+        **{what: ("OPENAI-PROTO-001", made) for what, made in chat_standard(body).items()},
+        **{what: ("OPENAI-001", made) for what, made in chat_contract_accepted(body).items()},
     }
-    refused = [
-        ("an unknown member", body("unknown", **{UNKNOWN_MEMBER: {"x": 1}}), 422, "unsupported_field", UNKNOWN_MEMBER),
-        ("n 2", body("n2", n=2), 422, "unsupported_field", "n"),
-        ("tool_choice required", body("required", tool_choice="required"), 422, "unsupported_field", "tool_choice"),
-        ("a model not listed", body("model", model=UNKNOWN_MODEL), 404, "model_not_found", "model"),
-    ]
+    refused = chat_refused(body)
     session = str(uuid.uuid4())
     instructions = (f"Conformance system instruction {ctx.run}", f"Conformance developer instruction {ctx.run}")
 
     async def continued() -> tuple[ChannelAnswer, ChannelAnswer]:
-        """A turn with system and developer messages creating `session`, then a second turn continuing it."""
-        first = body("first", session_id=session)
-        first["messages"] = [
-            {"role": "system", "content": instructions[0]},
-            {"role": "developer", "content": instructions[1]},
-            *first["messages"],
-        ]
+        """A turn with system and developer messages creating `session`, then a second turn continuing it, with
+        the client's copy of the conversation (a user and an assistant message) before its own."""
+        pairs = (("system", instructions[0]), ("developer", instructions[1]))
+        first = with_instructions(body("first", session_id=session), *pairs)
         answer = await channel.post(chosen, first)
-        return answer, await channel.post(chosen, body("second", session_id=session))
+        earlier = [("user", "An earlier question"), ("assistant", "An earlier answer")]  # not the first's run tag
+        return answer, await channel.post(chosen, chosen.with_history(body("second", session_id=session), earlier))
 
     async def separate() -> tuple[ChannelAnswer, ChannelAnswer]:
         """Two turns without metadata: each starts a session of its own."""
@@ -142,18 +157,13 @@ async def requests(ctx: CheckContext) -> None:
         return first, await channel.post(chosen, body("alone-2"))
 
     accepted_answers, refused_answers, (first, second), (alone, apart) = await asyncio.gather(
-        asyncio.gather(*(channel.post(chosen, b) for b in accepted.values())),
+        asyncio.gather(*(channel.post(chosen, b) for _, b in accepted.values())),
         asyncio.gather(*(channel.post(chosen, b) for _, b, *_ in refused)),
         continued(),
         separate(),
     )
-    for what, answer in zip(accepted, accepted_answers, strict=True):
-        ctx.findings.expect(
-            "OPENAI-001",
-            ended_stream(answer),
-            f"a request with {what} was not answered with a stream: {answer.describe()}",
-            answer.exchange,
-        )
+    for (what, (requirement, _body)), answer in zip(accepted.items(), accepted_answers, strict=True):
+        judge(ctx, not_served(requirement, what, answer), {requirement}, answer.exchange)
     for (what, _body, status, code, member), answer in zip(refused, refused_answers, strict=True):
         ok = refused_as(answer, status, code) and names_member(answer, member)
         ctx.findings.expect(
@@ -163,6 +173,9 @@ async def requests(ctx: CheckContext) -> None:
             answer.exchange,
         )
 
+    # OpenAI's messages of every role are served (PROTO-001): system and developer, then user and assistant.
+    for answer, what in ((first, "system and developer messages"), (second, "earlier user and assistant messages")):
+        judge(ctx, not_served("OPENAI-PROTO-001", what, answer), {"OPENAI-PROTO-001"}, answer.exchange)
     # Sessions: metadata.session_id creates and continues one; without it each turn is a session of its own.
     for answer in (first, second, alone, apart):
         if not ended_stream(answer):
@@ -217,7 +230,7 @@ async def chat_stream(ctx: CheckContext) -> None:
         return Turn(await channel.post(chosen, made), expected_turn(ctx.env.scripts, "cs-plain"), run)
 
     turns.append(await without_usage())
-    judged = await judged_turns(ctx, turns, "OPENAI-002")
+    judged = await judged_turns(ctx, turns, "OPENAI-PROTO-002")
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
     for (turn, why), read in zip(judged, reads, strict=True):
         include_usage = "stream_options" in (json_or_none(turn.answer.exchange.request_body or "") or {})
@@ -225,7 +238,9 @@ async def chat_stream(ctx: CheckContext) -> None:
         found += session_header(turn.answer, "OPENAI-002") + chat_client_violations(read, turn.expected)
         if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
             found.append(Violation("OPENAI-004" if turn.expected.fails else "OPENAI-002", why))
-        record(ctx, found, turn.answer, {"OPENAI-004"} if turn.expected.fails else {"OPENAI-002"})
+        # A failing turn is judged by its error frame: no finish chunk, and no usage chunk required (interrupted).
+        judged_ids = {"OPENAI-004"} if turn.expected.fails else {"OPENAI-002", "OPENAI-PROTO-003"}
+        record(ctx, found, turn.answer, judged_ids | {"OPENAI-PROTO-002", "OPENAI-PROTO-004"})
     if not any(turn.expected.fails for turn, _ in judged):
         ctx.findings.not_testable("OPENAI-004", "no failing turn was streamed: the in-stream error was not seen")
 
@@ -240,18 +255,16 @@ async def chat_whole(ctx: CheckContext) -> None:
     turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=scenario_label(s), stream=False) for s in scripts))
     whys = await unless_streamed_turns_fail(ctx, chosen, list(turns))
     for turn, why in zip(turns, whys, strict=True):
-        answer, problems = turn.answer, [why] if why else []
-        if turn.expected.fails:
-            error = error_of(answer.exchange.body)
-            if answer.status != 502 or error.get("code") != "llm_error":
-                problems.append(f"a failed turn should be answered 502 `llm_error`: {answer.describe()}")
-            if answer.headers.get("x-should-retry") != "false":
-                problems.append(f"x-should-retry is {answer.headers.get('x-should-retry')!r}, not 'false'")
+        answer = turn.answer
+        found = [Violation("OPENAI-003", why)] if why else []
+        if turn.expected.fails:  # the contract's answer to a failed turn (its error body: channel_openai.errors')
+            found += failed_turn_problems(answer)
         else:
-            problems += completion_problems(answer, turn.expected.text)
-            problems += [v.message for v in await usage_violations(ctx, turn, "OPENAI-003")]  # the turn's usage
-        ctx.findings.expect(
-            "OPENAI-003", not problems, f"{turn.expected.script}: " + "; ".join(problems), answer.exchange
+            found += completion_problems(answer, turn.expected.text)
+            found += await usage_violations(ctx, turn, "OPENAI-003")  # the turn's usage
+        found = [Violation(v.requirement, f"{turn.expected.script}: {v.message}") for v in found]
+        judge(
+            ctx, found, {"OPENAI-003"} if turn.expected.fails else {"OPENAI-003", "OPENAI-PROTO-005"}, answer.exchange
         )
 
 
@@ -265,23 +278,14 @@ async def errors(ctx: CheckContext) -> None:
     channel = ChannelClient(ctx)
     plain = channel.request(chosen, "cs-plain", run=run_tag(ctx, "refused"))
     answered = channel.request(responses, "cs-plain", run=run_tag(ctx, "refused-r"))
+    extra, unknown = {**answered, UNKNOWN_MEMBER: 1}, {**answered, "previous_response_id": f"resp_{uuid.uuid4().hex}"}
     cases: list[tuple[str, Any, int, str | None]] = [
         ("a model not listed", channel.post(chosen, {**plain, "model": UNKNOWN_MODEL}), 404, "model_not_found"),
         ("an unsupported member", channel.post(chosen, {**plain, UNKNOWN_MEMBER: 1}), 422, "unsupported_field"),
         ("a body that is not JSON", channel.post(chosen, b'{"model": '), 400, "invalid_json"),
         ("GET of chat/completions", channel.get("openai", "/chat/completions"), 405, None),
-        (
-            "an unsupported member of a response",
-            channel.post(responses, {**answered, UNKNOWN_MEMBER: 1}),
-            422,
-            "unsupported_field",
-        ),
-        (
-            "an unknown previous_response_id",
-            channel.post(responses, {**answered, "previous_response_id": f"resp_{uuid.uuid4().hex}"}),
-            404,
-            "previous_response_not_found",
-        ),
+        ("an unsupported member of a response", channel.post(responses, extra), 422, "unsupported_field"),
+        ("an unknown previous_response_id", channel.post(responses, unknown), 404, "previous_response_not_found"),
     ]
     if ctx.env.users["main"].token is None:
         ctx.findings.not_testable("OPENAI-004", "the target authenticates nobody: no 401 could be asked for")
@@ -291,8 +295,10 @@ async def errors(ctx: CheckContext) -> None:
     got = await asyncio.gather(*(request for _, request, _, _ in cases))
     for (what, _, status, code), result in zip(cases, got, strict=True):
         exchange = result.exchange if isinstance(result, ChannelAnswer) else result
-        problems = error_problems(exchange, status, code)
-        ctx.findings.expect("OPENAI-004", not problems, f"{what}: " + "; ".join(problems), exchange)
+        # OpenAI's error body is judged on what was answered as an error (4xx, 5xx); the rest is the contract's.
+        is_error = exchange.status is not None and 400 <= exchange.status <= 599
+        found = [Violation(v.requirement, f"{what}: {v.message}") for v in error_problems(exchange, status, code)]
+        judge(ctx, found, {"OPENAI-004", "OPENAI-PROTO-006"} if is_error else {"OPENAI-004"}, exchange)
 
 
 # --- OPENAI-005 and OPENAI-006: Responses ----------------------------------------------------------------------
@@ -304,77 +310,85 @@ async def responses(ctx: CheckContext) -> None:
     channel = ChannelClient(ctx)
     plain = expected_turn(ctx.env.scripts, "cs-plain")
     instruction = f"Conformance instruction {ctx.run}"
-    labels = ("first", "previous", "metadata", "unknown", "store", "reasoning")
+    labels = ("first", "previous", "metadata", "unknown", "store", "reasoning", "standard")
     runs = {label: run_tag(ctx, f"r-{label}") for label in labels}
 
     def body(label: str, **members: Any) -> dict[str, Any]:
         return {**channel.request(chosen, "cs-plain", run=runs[label], stream=False), **members}
 
-    first, unknown, store, reasoning = await asyncio.gather(
+    first, unknown, store, reasoning, standard = await asyncio.gather(
         channel.post(chosen, body("first", instructions=instruction)),
         channel.post(chosen, body("unknown", previous_response_id=f"resp_{uuid.uuid4().hex}")),
         channel.post(chosen, body("store", store=True)),
-        channel.post(chosen, body("reasoning", reasoning={"effort": "low"})),  # a member OPENAI-005 does not take
+        channel.post(chosen, body("reasoning", reasoning={"effort": "low"})),
+        channel.post(chosen, responses_standard(body("standard"), f"Conformance standard {ctx.run}")),
     )
     if first.status != 200 or first.streamed:  # the model's failure (a streamed chat control tells) or the endpoint's
         await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), [Turn(first, plain, runs["first"])])
+    served = [(first, "`input` a string and `instructions`"), (standard, "OpenAI's standard members")]
+    for answer, what in served:  # OPENAI-PROTO-007: served, not refused
+        why = f"a response request with {what} was not answered 200 with a Response: {answer.describe()}"
+        ctx.findings.expect("OPENAI-PROTO-007", answer.status == 200 and not answer.streamed, why, answer.exchange)
     ctx.findings.require(
         first.status == 200 and not first.streamed,
-        "OPENAI-005",
+        "OPENAI-PROTO-007",
         f"a non-streamed response was not answered 200 with a Response: {first.describe()}",
         first.exchange,
     )
-    problems = response_problems(first, plain.text)
-    ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), first.exchange)
+    judge(ctx, response_problems(first, plain.text), {"OPENAI-005", "OPENAI-PROTO-008"}, first.exchange)
+    if standard.status == 200 and not standard.streamed:
+        found = [v for v in response_problems(standard, plain.text) if v.requirement == "OPENAI-PROTO-008"]
+        judge(ctx, found, {"OPENAI-PROTO-008"}, standard.exchange)
     session = response_session(first)
     response = json_or_none(first.exchange.body)
     response_id = response.get("id") if isinstance(response, dict) else None
 
-    # The session continues through the previous response's id, then through metadata.session_id.
+    # The session continues through the previous response's id, then through metadata.session_id (its values are
+    # strings: without a session named by the first Response there is nothing to send, and nothing is sent).
     # The input as a list of messages this time (OPENAI-005 takes both forms).
     again = chosen.with_history(body("previous"), [])
     previous = await channel.post(chosen, {**again, "previous_response_id": response_id})
-    by_metadata = await channel.post(chosen, body("metadata", metadata={"session_id": session}))
+    metadata = session_metadata(session)
+    by_metadata = await channel.post(chosen, body("metadata", metadata=metadata)) if metadata else None
     turns = [Turn(a, plain, runs[label]) for a, label in ((first, "first"), (previous, "previous"))]
     whys = [await missed_whole_turn(ctx, turn) for turn in turns]
     if any(whys):
         await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), turns)
     system, _ = await system_prompt(ctx, runs["first"])
     _, later = await system_prompt(ctx, runs["previous"])
-    _, third = await system_prompt(ctx, runs["metadata"])
-    problems = [why for why in whys if why]
-    problems += response_problems(previous, plain.text) + response_problems(by_metadata, plain.text)
+    found = [Violation("OPENAI-005", why) for why in whys if why]
+    found += response_problems(previous, plain.text, "OPENAI-005")
+    problems = []
     if instruction not in system:
         problems.append("`instructions` did not reach the turn's system prompt")
     if instruction in later:
         problems.append("`instructions` reached the next turn of the session too")
     if runs["first"] not in later:
         problems.append("the turn with previous_response_id does not carry the earlier turn: its session did not go on")
-    if runs["previous"] not in third:
-        problems.append("the turn with metadata.session_id does not carry the earlier turns of that session")
-    for answer in (previous, by_metadata):
+    if by_metadata is None:
+        problems.append("the first Response names no session in metadata.session_id: no turn could continue it")
+    else:
+        found += response_problems(by_metadata, plain.text, "OPENAI-005")
+        _, third = await system_prompt(ctx, runs["metadata"])
+        if runs["previous"] not in third:
+            problems.append("the turn with metadata.session_id does not carry the earlier turns of that session")
+    for answer in [previous] + ([by_metadata] if by_metadata else []):
         named = response_session(answer)
         if answer.status == 200 and named != session:
             problems.append(f"a continued response names the session {named!r}, not {session!r}")
-    ctx.findings.expect("OPENAI-005", not problems, "; ".join(problems), previous.exchange, by_metadata.exchange)
-    ctx.findings.expect(
-        "OPENAI-005",
-        refused_as(unknown, 404, "previous_response_not_found"),
-        f"an unknown previous_response_id should be answered 404 `previous_response_not_found`: {unknown.describe()}",
-        unknown.exchange,
-    )
-    ctx.findings.expect(
-        "OPENAI-005",
-        refused_as(store, 422, "unsupported_field") and names_member(store, "store"),
-        f"`store: true` should be answered 422 `unsupported_field` naming `store`: {store.describe()}",
-        store.exchange,
-    )
-    ctx.findings.expect(
-        "OPENAI-005",
-        refused_as(reasoning, 422, "unsupported_field") and names_member(reasoning, "reasoning"),
-        f"a `reasoning` member should be answered 422 `unsupported_field` naming it: {reasoning.describe()}",
-        reasoning.exchange,
-    )
+    found += [Violation("OPENAI-005", problem) for problem in problems]
+    continued = [a.exchange for a in (previous, by_metadata) if a is not None]
+    judge(ctx, found, {"OPENAI-005"}, *continued)
+    refusals = [
+        (unknown, 404, "previous_response_not_found", None, "an unknown previous_response_id"),
+        (store, 422, "unsupported_field", "store", "`store: true`"),
+        (reasoning, 422, "unsupported_field", "reasoning", "a `reasoning` member"),  # one OPENAI-005 does not take
+    ]
+    for answer, status, code, member, what in refusals:
+        ok = refused_as(answer, status, code) and (member is None or names_member(answer, member))
+        naming = f" naming `{member}`" if member else ""
+        why = f"{what} should be answered {status} `{code}`{naming}: {answer.describe()}"
+        ctx.findings.expect("OPENAI-005", ok, why, answer.exchange)
 
 
 @check("channel_openai.responses_stream")
@@ -382,15 +396,14 @@ async def responses_stream(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_responses")
     scripts = [s for s in RESPONSES_SCENARIOS if s in ctx.env.scripts]
     turns = await asyncio.gather(*(post_turn(ctx, chosen, s, label=scenario_label(s)) for s in scripts))
-    judged = await judged_turns(ctx, list(turns), "OPENAI-006")
+    judged = await judged_turns(ctx, list(turns), "OPENAI-PROTO-009")
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
     for (turn, why), read in zip(judged, reads, strict=True):
-        found = rules_openai.judge_responses(turn.answer, turn.expected) + responses_client_violations(
-            read, turn.expected
-        )
+        found = rules_responses.judge_responses(turn.answer, turn.expected)
+        found += responses_client_violations(read, turn.expected)
         if why:
             found.append(Violation("OPENAI-006", why))
-        record(ctx, found, turn.answer, {"OPENAI-006"})
+        record(ctx, found, turn.answer, {"OPENAI-006", "OPENAI-PROTO-009"})
 
 
 # --- OPENAI-007: the models ------------------------------------------------------------------------------------
@@ -403,24 +416,25 @@ async def models(ctx: CheckContext) -> None:
     listed = await channel.get("openai", "/models")
     ctx.findings.require(
         listed.status == 200,
-        "OPENAI-007",
-        f"GET .../openai/v1/models answered {listed.status or listed.error}: {short(listed.body or '')}",
+        "OPENAI-PROTO-010",
+        f"GET .../models answered {listed.status or listed.error}: {short(listed.body or '')}",
         listed,
     )
     payload = json_or_none(listed.body or "")
-    problems = []
+    found = []  # the list and each Model: OpenAI's (PROTO-010); the declared model among them: the contract's
     data = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(payload, dict) or payload.get("object") != "list" or not isinstance(data, list):
-        problems.append(f"the answer is not {{object: list, data: [...]}}: {short(listed.body or '')}")
+        found.append(f"the answer is not {{object: list, data: [...]}}: {short(listed.body or '')}")
         data = []
     for model in data:
-        problems += [f"a model invalid for Model: {e}" for e in official.errors("openai_model", model)[:2]]
+        found += [f"a model invalid for Model: {e}" for e in official.errors("openai_model", model)[:2]]
     ids = [m.get("id") for m in data if isinstance(m, dict)]
-    if channel.model not in ids:
-        problems.append(f"the declared model {channel.model!r} is not among {ids}")
     read = await asyncio.to_thread(client_model_ids, listed.body or "")
     if isinstance(read, str):
-        problems.append(f"the `openai` client's models.list() rejected the answer: {read}")
+        found.append(f"the `openai` client's models.list() rejected the answer: {read}")
     elif read != ids:
-        problems.append(f"the `openai` client lists {read}, the body {ids}")
-    ctx.findings.expect("OPENAI-007", not problems, "; ".join(problems[:5]), listed)
+        found.append(f"the `openai` client lists {read}, the body {ids}")
+    violations = [Violation("OPENAI-PROTO-010", problem) for problem in found]
+    if channel.model not in ids:
+        violations.append(Violation("OPENAI-007", f"the declared model {channel.model!r} is not among {ids}"))
+    judge(ctx, violations, {"OPENAI-007", "OPENAI-PROTO-010"}, listed)

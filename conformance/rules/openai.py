@@ -1,34 +1,32 @@
-"""The OpenAI channel's stream rules, on a recorded answer: Chat Completions (OPENAI-002, and OPENAI-004's in-stream
-error) and Responses (OPENAI-006). Each frame is validated against the `openai` package's own types (the official
-schemas; an error frame against spec/channels/openai-error.json), and the order rules are judged too, the ones the
-`openai` client does not enforce among them.
+"""The OpenAI channel's Chat Completions stream rules, on a recorded answer, in two voices: OpenAI's own protocol
+(OPENAI-PROTO-002 to -004, each sub-rule citing its source) and what the contract adds (OPENAI-002, and OPENAI-004's
+in-stream error). Every chunk is validated against the `openai` package's own type (spec/channels/official/), an error
+object against its `ErrorObject`. The framing helpers are shared with openai_responses.py.
 
-Chat Completions: text/event-stream, LF line ends, no unknown SSE field and no `event:` line, every data frame a
-JSON object; `[DONE]` once and last; every chunk with the same non-empty `id`, `created` and `model`; the first
-delta `{"role": "assistant", "content": ""}`; one choice, of index 0; no tool call delta (nor one before its
-name); exactly one finish chunk, an empty delta with `stop`, no content after it; with include_usage one usage
-chunk (`choices: []`) last, after the finish chunk, and `usage: null` on every other chunk; without it no usage
-chunk; an error frame `{"error": {message, type, param, code}}` alone, once, followed by nothing but `[DONE]`, and
-no finish chunk in that turn.
-Responses: `event:` naming the data's type; sequence_number 0, 1, 2...; response.created, response.in_progress,
-response.output_item.added, response.content_part.added, the deltas, then output_text.done, content_part.done,
-output_item.done and exactly one response.completed (status completed, with usage, one output message), or
-response.failed (status failed, with error.message); the text of every done event and of the completed output
-equal to the deltas; one response id, one message item id, output_index and content_index 0.
-With the script's turn (`expected`): the deltas' text exact, and the turn ends in an error exactly when it fails
-(a chat error frame's code `llm_error`).
+Protocol (openai 3.57.0 types and client, API reference of 2026-11):
+- PROTO-002: text/event-stream whose events the `openai` client can read (each has data, JSON); every chunk a
+  ChatCompletionChunk; all with the same non-empty `id` and `created` ("Each chunk has the same ID", "... the same
+  timestamp"); one choice, of index 0, as `n` is 1 (ChatCompletionChunk.choices: "more than one element if `n` is
+  greater than 1"); `data: [DONE]` once and last (the client's Stream stops there); a turn the fake LLM completed is
+  not turned into an error frame (the client raises APIError on one).
+- PROTO-003: every choice ends with exactly one chunk with a `finish_reason` (Choice.finish_reason), no content for
+  it after that; waived when an error frame ended the stream.
+- PROTO-004: with include_usage one chunk with `choices: []` and the usage, the last before `[DONE]`, every other
+  chunk with `usage: null` (ChatCompletionStreamOptionsParam.include_usage); without it no usage ("will only be
+  present when you set include_usage", ChatCompletionChunk.usage) and no chunk with empty choices (.choices).
+Contract:
+- OPENAI-002: the same `model` throughout; the first delta `{"role": "assistant", "content": ""}`; no tool deltas;
+  the finish chunk an empty delta with `stop`; the deltas' text the script's.
+- OPENAI-004: an error frame `{"error": <ErrorObject>}` alone, once, with the turn's code `llm_error`, only in a
+  failing turn, then nothing but `[DONE]`, and no finish chunk in that turn.
 
-`judge_chat(answer, expected, include_usage)` and `judge_responses(answer, expected)` return Violations, each naming
-its requirement; `expected` None judges the shape only. They never raise on a broken body.
+`judge_chat(answer, expected, include_usage)` returns Violations, each naming its requirement; `expected` None judges
+the shape only. It never raises on a broken body.
 """
 
 from __future__ import annotations
 
-import json
-from functools import cache
 from typing import TYPE_CHECKING, Any
-
-from jsonschema import Draft202012Validator
 
 from conformance.rules import official
 from conformance.rules.violations import Violation, short
@@ -38,24 +36,28 @@ if TYPE_CHECKING:
     from conformance.channels.endpoints import ChannelAnswer
     from conformance.rules.expected import ExpectedTurn
 
-CHAT, ERROR, RESPONSES = "OPENAI-002", "OPENAI-004", "OPENAI-006"
-ERROR_KEYS = {"message", "type", "param", "code"}
+CHAT, ERROR = "OPENAI-002", "OPENAI-004"  # the contract's
+P_STREAM, P_FINISH, P_USAGE, P_ERROR = "OPENAI-PROTO-002", "OPENAI-PROTO-003", "OPENAI-PROTO-004", "OPENAI-PROTO-006"
 
 
-@cache
-def _error_schema() -> Draft202012Validator:
-    """The OpenAI error body of the contract (spec/channels/openai-error.json), beside the official schemas."""
-    return Draft202012Validator(json.loads((official.OFFICIAL.parent / "openai-error.json").read_text("utf-8")))
+def error_object_problems(error: Any) -> list[str]:
+    """Why `error` is not an `ErrorObject` of the `openai` package (message and type strings; param, code and
+    misalignment optional or null; other members allowed)."""
+    return official.errors("openai_error_object", error)
 
 
 def error_body_problems(payload: Any) -> list[str]:
-    """Why `payload` is not the OpenAI error body `{"error": {message, type, param, code}}` (OPENAI-004)."""
-    found = sorted(_error_schema().iter_errors(payload), key=lambda e: list(e.absolute_path))
-    return ["/" + "/".join(str(p) for p in e.absolute_path) + f": {e.message}" for e in found]
+    """Why `payload` is not an OpenAI error body `{"error": <ErrorObject>}` (OPENAI-PROTO-006): the client reads the
+    object under `error` (openai._client.OpenAI._make_status_error)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("error"), dict):
+        return [f"the body is not {{error: <object>}}: {short(payload)}"]
+    return [f"/error{line}" for line in error_object_problems(payload["error"])]
 
 
-def _framing(answer: ChannelAnswer, requirement: str, *, events: bool) -> list[Violation]:
-    """The content type, LF framing, the fields of each frame, nothing left unfinished."""
+def framing(answer: ChannelAnswer, requirement: str) -> list[Violation]:
+    """What keeps the `openai` client from reading the events at all: the content type, a frame left unfinished
+    (an undispatched SSE event is lost), a frame with an event but no data (the client parses its empty data as
+    JSON and raises). Line ends and unknown fields are the SSE format's, which the client reads in any form."""
     found = []
     content_type = answer.headers.get("content-type", "")
     if not content_type.startswith("text/event-stream"):
@@ -63,38 +65,32 @@ def _framing(answer: ChannelAnswer, requirement: str, *, events: bool) -> list[V
     sse = answer.sse
     if sse is None:
         return [*found, Violation(requirement, "the answer is not an event stream")]
-    if sse.line_ends - {"\n"}:
-        found.append(Violation(requirement, f"lines end with {sorted(map(repr, sse.line_ends))}, not LF alone"))
     if sse.unterminated.strip():
         found.append(Violation(requirement, f"the stream ends inside a frame: {short(sse.unterminated)}"))
     for frame in sse.messages:
-        if frame.unknown_fields:
-            found.append(Violation(requirement, f"unknown SSE fields {frame.unknown_fields}", frame.index))
         if frame.data is None:
             found.append(Violation(requirement, f"a frame without data: {short(frame.raw)}", frame.index))
-        if not events and frame.event is not None:
-            found.append(Violation(requirement, f"an `event:` line in a Chat Completions stream ({frame.event})"))
     return found
 
 
 def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usage: bool = True) -> list[Violation]:
-    found = _framing(answer, CHAT, events=False)
+    found = framing(answer, P_STREAM)
     if answer.sse is None:
         return found
     frames = answer.sse.messages
     dones = [f.index for f in frames if f.is_done]
     if not dones:
-        found.append(Violation(CHAT, "the stream does not end with `data: [DONE]`"))
+        found.append(Violation(P_STREAM, "the stream does not end with `data: [DONE]`"))
     elif dones != [frames[-1].index]:
-        found.append(Violation(CHAT, "`data: [DONE]` is not the last frame, or comes more than once", dones[0]))
+        found.append(Violation(P_STREAM, "`data: [DONE]` is not the last frame, or comes more than once", dones[0]))
     chunks: list[tuple[int, dict[str, Any]]] = []
     error_at = None
     for frame in frames:
-        if frame.is_done:
+        if frame.is_done or frame.data is None:
             continue
         payload = frame.json()
         if payload is INVALID or not isinstance(payload, dict):
-            found.append(Violation(CHAT, f"a frame that is not a JSON object: {short(frame.data or '')}", frame.index))
+            found.append(Violation(P_STREAM, f"a frame that is not a JSON object: {short(frame.data)}", frame.index))
         elif "error" in payload:
             if error_at is not None:
                 found.append(Violation(ERROR, "a second error frame", frame.index))
@@ -104,14 +100,18 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
             if error_at is not None:
                 found.append(Violation(ERROR, f"a chunk after the error frame: {short(payload)}", frame.index))
             for problem in official.errors("openai_chat_completion_chunk", payload)[:2]:
-                found.append(Violation(CHAT, f"not a ChatCompletionChunk: {problem}", frame.index))
+                found.append(Violation(P_STREAM, f"not a ChatCompletionChunk: {problem}", frame.index))
             chunks.append((frame.index, payload))
-    found += _chunk_order(chunks, include_usage, failed=error_at is not None)
+    found += _identity(chunks) + _choices_rules(chunks, failed=error_at is not None)
+    found += _usage_rules(chunks, include_usage, failed=error_at is not None)
     if expected is not None:
         if expected.fails and error_at is None:
             found.append(Violation(ERROR, "the turn failed (its script fails), but no error frame was sent"))
         if not expected.fails and error_at is not None:
-            found.append(Violation(CHAT, "an error frame in a turn whose script does not fail", error_at))
+            # The fake LLM completed the turn; the server answered the valid request with a failure instead.
+            found.append(
+                Violation(P_STREAM, "an error frame where the fake LLM completed the turn: not a completion", error_at)
+            )
         text = "".join(_delta_text(chunk) for _, chunk in chunks)
         if text != expected.text:
             found.append(Violation(CHAT, f"the deltas' text is {text!r}; the fake LLM streamed {expected.text!r}"))
@@ -119,11 +119,11 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
 
 
 def _error_frame(payload: dict[str, Any], index: int, expected: ExpectedTurn | None) -> list[Violation]:
+    """The contract's in-stream error (OPENAI-004): `{"error": <ErrorObject>}` alone, with the turn's code."""
     error = payload.get("error")
-    if not isinstance(error, dict) or not ERROR_KEYS <= set(error):
-        keys = sorted(error) if isinstance(error, dict) else error
-        return [Violation(ERROR, f"the error frame is not {{error: {sorted(ERROR_KEYS)}}}: {keys}", index)]
-    found = [Violation(ERROR, f"the error frame: {problem}", index) for problem in error_body_problems(payload)[:2]]
+    if not isinstance(error, dict):
+        return [Violation(ERROR, f"the error frame is not {{error: <ErrorObject>}}: {short(payload)}", index)]
+    found = [Violation(ERROR, f"the error frame: /error{p}", index) for p in error_object_problems(error)[:2]]
     if set(payload) != {"error"}:
         found.append(Violation(ERROR, f"the error frame holds more than `error`: {sorted(payload)}", index))
     if expected is not None and expected.fails and error.get("code") != "llm_error":
@@ -131,215 +131,115 @@ def _error_frame(payload: dict[str, Any], index: int, expected: ExpectedTurn | N
     return found
 
 
-def _choices(chunk: dict[str, Any]) -> list[Any]:
-    """A chunk's choices, [] when it has none or something else than a list (the schema says what is wrong)."""
+def _choices(chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chunk's choices that are objects ([] when it has none; the schema says what else is wrong)."""
     choices = chunk.get("choices")
-    return choices if isinstance(choices, list) else []
+    return [c for c in choices if isinstance(c, dict)] if isinstance(choices, list) else []
+
+
+def _delta(choice: dict[str, Any]) -> dict[str, Any]:
+    return choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
 
 
 def _delta_text(chunk: dict[str, Any]) -> str:
     choices = _choices(chunk)
-    delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
-    content = delta.get("content") if isinstance(delta, dict) else None
+    content = _delta(choices[0]).get("content") if choices else None
     return content if isinstance(content, str) else ""
 
 
-def _tool_deltas(chunks: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
-    """Tool events are not sent (OPENAI-002); a tool delta before its name breaks every client that assembles."""
-    found, named = [], set()
-    for index, chunk in chunks:
-        for choice in _choices(chunk):
-            delta = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(delta, dict) or not (delta.get("tool_calls") or delta.get("function_call")):
-                continue
-            found.append(Violation(CHAT, "a tool call delta: the server's tool calls are not sent", index))
-            calls = delta.get("tool_calls")
-            for call in calls if isinstance(calls, list) else []:
-                if not isinstance(call, dict):
-                    continue
-                function = call.get("function") if isinstance(call.get("function"), dict) else {}
-                if call.get("index") not in named and not function.get("name"):
-                    found.append(Violation(CHAT, f"a tool call delta before its name: {short(call)}", index))
-                named.add(call.get("index"))
-    return found
-
-
-def _chunk_order(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, *, failed: bool) -> list[Violation]:
+def _identity(chunks: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    """PROTO-002: one non-empty `id` and one `created` throughout; OPENAI-002: one `model`, the first delta."""
     found = []
     if not chunks:
-        return [] if failed else [Violation(CHAT, "no chunk before the end")]
-    first_index, first = chunks[0]
-    ident = (first.get("id"), first.get("created"), first.get("model"))
+        return found
+    first = chunks[0][1]
     for index, chunk in chunks:
         if not isinstance(chunk.get("id"), str) or not chunk.get("id"):
-            found.append(Violation(CHAT, f"a chunk has no id: {short(chunk)}", index))
+            found.append(Violation(P_STREAM, f"a chunk has no id: {short(chunk)}", index))
             break
     for index, chunk in chunks[1:]:
-        other = (chunk.get("id"), chunk.get("created"), chunk.get("model"))
-        if other != ident:
-            found.append(Violation(CHAT, f"id, created and model {other} differ from the first chunk's {ident}", index))
+        if (chunk.get("id"), chunk.get("created")) != (first.get("id"), first.get("created")):
+            got, want = (chunk.get("id"), chunk.get("created")), (first.get("id"), first.get("created"))
+            found.append(Violation(P_STREAM, f"id and created {got} differ from the first chunk's {want}", index))
+            break
+    for index, chunk in chunks[1:]:
+        if chunk.get("model") != first.get("model"):
+            found.append(
+                Violation(CHAT, f"the model {chunk.get('model')!r} differs from {first.get('model')!r}", index)
+            )
             break
     choices = _choices(first) or [{}]
-    if not isinstance(choices[0], dict) or choices[0].get("delta") != {"role": "assistant", "content": ""}:
+    if choices[0].get("delta") != {"role": "assistant", "content": ""}:
         found.append(Violation(CHAT, f"the first delta is not {{role: assistant, content: ''}}: {short(first)}"))
-    found += _tool_deltas(chunks)
-    finishes = []
+    return found
+
+
+def _choices_rules(chunks: list[tuple[int, dict[str, Any]]], *, failed: bool) -> list[Violation]:
+    """PROTO-002: one choice, of index 0 (n is 1). PROTO-003: each choice finished once, nothing for it after.
+    OPENAI-002: no tool deltas; the finish chunk an empty delta with `stop`."""
+    found: list[Violation] = []
+    if not chunks:
+        return [] if failed else [Violation(P_STREAM, "no chunk before the end")]
+    finished: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+    seen: set[Any] = set()
+    for index, chunk in chunks:
+        listed = _choices(chunk)
+        if len(listed) > 1 or any(c.get("index") != 0 for c in listed):
+            found.append(Violation(P_STREAM, f"choices other than the one of index 0 (n is 1): {short(listed)}", index))
+        for choice in listed:
+            key, delta = choice.get("index"), _delta(choice)
+            seen.add(key)
+            if key in finished and (delta.get("content") or delta.get("tool_calls") or delta.get("function_call")):
+                found.append(Violation(P_FINISH, f"a delta of choice {key} after its finish chunk", index))
+            if choice.get("finish_reason") is not None:
+                finished.setdefault(key, []).append((index, choice))
+            found += _tool_delta(delta, index)
+    if failed:
+        if finished:
+            first = min(index for ends in finished.values() for index, _ in ends)
+            found.append(Violation(ERROR, "a finish chunk in a turn that ended with an error frame", first))
+        return found
+    for key in sorted(seen, key=str):
+        ends = finished.get(key, [])
+        if len(ends) != 1:
+            found.append(Violation(P_FINISH, f"choice {key} has {len(ends)} finish chunks; exactly one ends it"))
+    for index, choice in (end for ends in finished.values() for end in ends[:1]):
+        if choice.get("finish_reason") != "stop" or _delta(choice):
+            found.append(Violation(CHAT, f"the finish chunk is not an empty delta with `stop`: {short(choice)}", index))
+    return found
+
+
+def _tool_delta(delta: dict[str, Any], index: int) -> list[Violation]:
+    """OPENAI-002: the server runs its tools; their calls are not sent (a call before its name breaks any client)."""
+    if not (delta.get("tool_calls") or delta.get("function_call")):
+        return []
+    found = [Violation(CHAT, "a tool call delta: the server's tool calls are not sent", index)]
+    calls = delta.get("tool_calls") if isinstance(delta.get("tool_calls"), list) else []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
+        if isinstance(call, dict) and not function.get("name") and not call.get("id"):
+            found.append(Violation(CHAT, f"a tool call delta before its name: {short(call)}", index))
+    return found
+
+
+def _usage_rules(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, *, failed: bool) -> list[Violation]:
+    """PROTO-004, from ChatCompletionStreamOptionsParam.include_usage and ChatCompletionChunk.usage/.choices."""
+    found = []
     usage_chunks = []
     for position, (index, chunk) in enumerate(chunks):
-        listed = _choices(chunk)
-        if len(listed) > 1 or any(isinstance(c, dict) and c.get("index") != 0 for c in listed):
-            found.append(Violation(CHAT, f"choices other than the one of index 0 (n is 1): {short(listed)}", index))
-        for choice in listed:
-            if isinstance(choice, dict) and choice.get("finish_reason") is not None:
-                finishes.append((position, index, choice))
-        if chunk.get("choices") == [] and chunk.get("usage") is not None:
+        empty = chunk.get("choices") == []
+        if empty and chunk.get("usage") is not None:
             usage_chunks.append((position, index))
         elif chunk.get("usage") is not None:
-            found.append(Violation(CHAT, "usage on a chunk that is not the usage chunk (it must be null)", index))
+            found.append(Violation(P_USAGE, "usage on a chunk that is not the usage chunk (it must be null)", index))
         elif include_usage and "usage" not in chunk:
-            found.append(Violation(CHAT, "with include_usage, a chunk without `usage: null`", index))
-    if failed:
-        if finishes:
-            found.append(Violation(ERROR, "a finish chunk in a turn that ended with an error frame", finishes[0][1]))
-        return found
-    if len(finishes) != 1:
-        found.append(Violation(CHAT, f"{len(finishes)} finish chunks; exactly one ends the turn"))
-    else:
-        position, index, choice = finishes[0]
-        if choice.get("finish_reason") != "stop" or choice.get("delta") not in ({}, None):
-            found.append(Violation(CHAT, f"the finish chunk is not an empty delta with `stop`: {short(choice)}", index))
-        last_content = max((p for p, (_, c) in enumerate(chunks) if _delta_text(c)), default=-1)
-        if last_content > position:
-            found.append(Violation(CHAT, "content after the finish chunk", chunks[last_content][0]))
-        if usage_chunks and usage_chunks[0][0] < position:
-            found.append(Violation(CHAT, "the usage chunk comes before the finish chunk", usage_chunks[0][1]))
-    if include_usage:
-        if len(usage_chunks) != 1 or usage_chunks[0][0] != len(chunks) - 1:
-            found.append(Violation(CHAT, "with include_usage, one usage chunk (choices []) must end the chunks"))
-    elif usage_chunks:
-        found.append(Violation(CHAT, "a usage chunk although include_usage was not asked for", usage_chunks[0][1]))
-    return found
-
-
-# --- Responses -------------------------------------------------------------------------------------------------
-
-OPENING = ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]
-CLOSING = ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
-
-
-def judge_responses(answer: ChannelAnswer, expected: ExpectedTurn | None) -> list[Violation]:
-    found = _framing(answer, RESPONSES, events=True)
-    if answer.sse is None:
-        return found
-    events: list[tuple[int, dict[str, Any]]] = []
-    for frame in answer.sse.messages:
-        payload = frame.json()
-        if payload is INVALID or not isinstance(payload, dict):
-            found.append(Violation(RESPONSES, f"a frame that is not a JSON object: {short(frame.raw)}", frame.index))
-            continue
-        if frame.event != payload.get("type"):
-            found.append(
-                Violation(RESPONSES, f"`event: {frame.event}` names another type than {payload.get('type')!r}")
-            )
-        for problem in official.errors("openai_response_stream_event", payload)[:2]:
-            found.append(Violation(RESPONSES, f"not a ResponseStreamEvent: {problem}", frame.index))
-        events.append((frame.index, payload))
-    if not events:
-        return [*found, Violation(RESPONSES, "no event")]
-    numbers = [event.get("sequence_number") for _, event in events]
-    if numbers != list(range(len(events))):
-        found.append(Violation(RESPONSES, f"sequence_number does not count from 0 without gaps: {numbers[:12]}"))
-    types = [event.get("type") for _, event in events]
-    deltas = [e.get("delta") for _, e in events if e.get("type") == "response.output_text.delta"]
-    text = "".join(d for d in deltas if isinstance(d, str))
-    last = types[-1]
-    if types[: len(OPENING)] != OPENING:
-        found.append(Violation(RESPONSES, f"the stream does not open with {OPENING}: {types[:4]}"))
-    if last not in ("response.completed", "response.failed"):
-        found.append(Violation(RESPONSES, f"the last event is {last!r}, not response.completed or response.failed"))
-    if types.count("response.completed") + types.count("response.failed") != 1:
-        found.append(Violation(RESPONSES, "not exactly one response.completed or response.failed"))
-    middle = [t for t in types[len(OPENING) : -1] if t != "response.output_text.delta"]
-    first_closing = next((i for i, t in enumerate(types) if t in CLOSING), len(types))
-    if any(t == "response.output_text.delta" for t in types[first_closing:]):
-        found.append(Violation(RESPONSES, "an output_text.delta after output_text.done"))
-    if last == "response.completed" and middle != CLOSING:
-        found.append(Violation(RESPONSES, f"between the deltas and response.completed: {middle}, not {CLOSING}"))
-    if last == "response.failed" and middle not in ([], CLOSING):
-        found.append(Violation(RESPONSES, f"between the deltas and response.failed: {middle}"))
-    found += _texts_agree(events, text, last)
-    found += _ids_agree(events)
-    final = events[-1][1].get("response") if isinstance(events[-1][1].get("response"), dict) else {}
-    if last == "response.completed":
-        if not isinstance(final.get("usage"), dict):
-            found.append(Violation(RESPONSES, "response.completed carries no usage"))
-        if final.get("status") != "completed":
-            found.append(Violation(RESPONSES, f"response.completed has the status {final.get('status')!r}"))
-    if last == "response.failed":
-        error = final.get("error") if isinstance(final.get("error"), dict) else {}
-        if not isinstance(error.get("message"), str) or not error.get("message"):
-            found.append(Violation(RESPONSES, "response.failed carries no response.error.message"))
-        if final.get("status") != "failed":
-            found.append(Violation(RESPONSES, f"response.failed has the status {final.get('status')!r}"))
-    if expected is not None:
-        want = "response.failed" if expected.fails else "response.completed"
-        if last != want:
-            found.append(Violation(RESPONSES, f"the turn ends with {last!r}; its script makes it {want}"))
-        if text != expected.text:
-            found.append(Violation(RESPONSES, f"the deltas' text is {text!r}; the fake LLM streamed {expected.text!r}"))
-    return found
-
-
-def _of(events: list[tuple[int, dict[str, Any]]], kind: str) -> list[dict[str, Any]]:
-    return [event for _, event in events if event.get("type") == kind]
-
-
-def _texts_agree(events: list[tuple[int, dict[str, Any]]], text: str, last: str) -> list[Violation]:
-    """Every event that repeats the text (output_text.done, content_part.done, output_item.done, the completed
-    response's output) holds exactly what the deltas made."""
-    found = []
-    for event in _of(events, "response.output_text.done"):
-        if event.get("text") != text:
-            found.append(Violation(RESPONSES, f"output_text.done has {event.get('text')!r}; the deltas made {text!r}"))
-    for event in _of(events, "response.content_part.done"):
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
-        if part.get("text") != text:
-            found.append(Violation(RESPONSES, f"content_part.done has {part.get('text')!r}; the deltas made {text!r}"))
-    items = [e.get("item") for e in _of(events, "response.output_item.done")]
-    final = events[-1][1].get("response") if isinstance(events[-1][1].get("response"), dict) else {}
-    if last == "response.completed":
-        output = final.get("output") if isinstance(final.get("output"), list) else []
-        items.append(output[0] if output else None)
-        if len(output) != 1:
-            found.append(Violation(RESPONSES, f"response.completed's output has {len(output)} items, not one"))
-    for item in items:
-        content = item.get("content") if isinstance(item, dict) else None
-        content = content if isinstance(content, list) else []
-        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "output_text"]
-        if texts != [text]:
-            found.append(
-                Violation(RESPONSES, f"a done message holds the output_text {texts}; the deltas made {text!r}")
-            )
-    return found
-
-
-def _ids_agree(events: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
-    """One response id, one message item id, at output_index 0 and content_index 0, throughout."""
-    found = []
-    responses = [e["response"].get("id") for _, e in events if isinstance(e.get("response"), dict)]
-    if len(set(map(str, responses))) > 1 or any(not isinstance(r, str) or not r for r in responses):
-        found.append(
-            Violation(RESPONSES, f"the events name more than one response id: {sorted(set(map(str, responses)))}")
-        )
-    items = [e["item"].get("id") for _, e in events if isinstance(e.get("item"), dict)]
-    items += [e.get("item_id") for _, e in events if "item_id" in e]
-    if len(set(map(str, items))) > 1:
-        found.append(
-            Violation(RESPONSES, f"the events name more than one message item: {sorted(set(map(str, items)))}")
-        )
-    for index, event in events:
-        where = (event.get("output_index", 0), event.get("content_index", 0))
-        if where != (0, 0):
-            found.append(Violation(RESPONSES, f"an event at (output_index, content_index) {where}, not (0, 0)", index))
-            break
+            found.append(Violation(P_USAGE, "with include_usage, a chunk without `usage: null`", index))
+        elif empty and not include_usage:
+            found.append(Violation(P_USAGE, "a chunk with empty choices although include_usage was not set", index))
+    if not include_usage:
+        if usage_chunks:
+            found.append(Violation(P_USAGE, "a usage chunk although include_usage was not set", usage_chunks[0][1]))
+    elif not failed and (len(usage_chunks) != 1 or usage_chunks[0][0] != len(chunks) - 1):
+        # An interrupted stream (an error frame) may lack it: "you may not receive the final usage chunk".
+        found.append(Violation(P_USAGE, "with include_usage, one usage chunk (choices []) must end the chunks"))
     return found

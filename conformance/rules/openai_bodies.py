@@ -1,6 +1,8 @@
-"""The OpenAI channel's rules for whole answers (no stream): a ChatCompletion, a Response and the error body, as
-OPENAI-003 to OPENAI-005 state them, and what the `openai` client made of a recorded body (OPENAI-002, -004, -006).
-Pure judgements of an answer: no I/O (openai.py judges the streams)."""
+"""The OpenAI channel's rules for whole answers (no stream), in two voices: a ChatCompletion (OPENAI-PROTO-005, then
+OPENAI-003), a Response (OPENAI-PROTO-008, then OPENAI-005), an error body (OPENAI-PROTO-006, then OPENAI-004's status,
+type and code), and what the `openai` client made of a recorded stream (it reads it: OPENAI-PROTO-002 / -009; the
+script's text or code: OPENAI-002, -004, -006). Pure judgements of an answer: no I/O (openai.py and
+openai_responses.py judge the streams)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,16 @@ from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_SERVER_E
 if TYPE_CHECKING:
     from conformance.channels.real_clients import ClientRead
 
-# OPENAI-004: the error `type` each status gives.
+# OPENAI-004: the error `type` each status gives (the contract's table; OpenAI itself types a 404 model_not_found
+# invalid_request_error, as the table does).
 ERROR_TYPES = OPENAI_ERROR_TYPES
+P_STREAM, P_COMPLETION, P_ERROR, P_RESPONSE, P_EVENTS = (
+    "OPENAI-PROTO-002",
+    "OPENAI-PROTO-005",
+    "OPENAI-PROTO-006",
+    "OPENAI-PROTO-008",
+    "OPENAI-PROTO-009",
+)
 
 
 def error_of(body: str) -> dict[str, Any]:
@@ -48,7 +58,7 @@ def chat_client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Vio
                 )
             ]
         return []
-    return _assembled(read, expected, "OPENAI-002", "the `openai` client")
+    return _assembled(read, expected, (P_STREAM, "OPENAI-002"), "the `openai` client")
 
 
 def responses_client_violations(read: ClientRead, expected: ExpectedTurn) -> list[Violation]:
@@ -64,18 +74,18 @@ def responses_client_violations(read: ClientRead, expected: ExpectedTurn) -> lis
                 )
             ]
         return []
-    return _assembled(read, expected, "OPENAI-006", "the `openai` client's responses.stream")
+    return _assembled(read, expected, (P_EVENTS, "OPENAI-006"), "the `openai` client's responses.stream")
 
 
-def _assembled(read: ClientRead, expected: ExpectedTurn, requirement: str, reader: str) -> list[Violation]:
-    """A finishing turn read by the `openai` client: read to its end, and the script's text assembled."""
+def _assembled(read: ClientRead, expected: ExpectedTurn, ids: tuple[str, str], reader: str) -> list[Violation]:
+    """A finishing turn read by the `openai` client: read to its end (the protocol's), and the script's text
+    assembled (the contract's)."""
+    protocol, contract = ids
     if not read.ok:
-        return [Violation(requirement, f"{reader} rejected the stream: {read.error}")]
+        return [Violation(protocol, f"{reader} rejected the stream: {read.error}")]
     if read.text != expected.text:
         return [
-            Violation(
-                requirement, f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}"
-            )
+            Violation(contract, f"the `openai` client assembled {read.text!r}; the fake LLM streamed {expected.text!r}")
         ]
     return []
 
@@ -90,70 +100,102 @@ def refused_as(answer: ChannelAnswer, status: int, code: str) -> bool:
     return answer.status == status and not answer.streamed and error.get("code") == code
 
 
-def completion_problems(answer: ChannelAnswer, text: str) -> list[str]:
+def completion_problems(answer: ChannelAnswer, text: str) -> list[Violation]:
+    """A turn answered without `stream`: a ChatCompletion of one choice (PROTO-005: `n` is 1, ChatCompletion.choices
+    "can be more than one if n is greater than 1"), then the contract's message, `stop` and usage (OPENAI-003)."""
     if answer.status != 200 or answer.streamed:
-        return [f"the turn with stream false was not answered 200 with a chat.completion: {answer.describe()}"]
+        why = f"the turn with stream false was not answered 200 with a chat.completion: {answer.describe()}"
+        return [Violation(P_COMPLETION, why)]
     payload = json_or_none(answer.exchange.body)
-    problems = [f"not a ChatCompletion: {e}" for e in official.errors("openai_chat_completion", payload)[:3]]
+    found = [
+        Violation(P_COMPLETION, f"not a ChatCompletion: {e}")
+        for e in official.errors("openai_chat_completion", payload)[:3]
+    ]
     if not isinstance(payload, dict):
-        return problems or [f"the answer is not a JSON object: {short(answer.exchange.body)}"]
-    if payload.get("object") != "chat.completion":
-        problems.append(f"the object is {payload.get('object')!r}, not chat.completion")
+        return found or [Violation(P_COMPLETION, f"the answer is not a JSON object: {short(answer.exchange.body)}")]
     choices = payload.get("choices") if isinstance(payload.get("choices"), list) else []
     if len(choices) != 1 or not isinstance(choices[0], dict):
-        return [*problems, f"{len(choices)} choices, not one"]
+        return [*found, Violation(P_COMPLETION, f"{len(choices)} choices, not one (n is 1)")]
     message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
     if message.get("role") != "assistant" or message.get("content") != text:
-        problems.append(f"the message is {short(message)}; expected the assistant's text {text!r}")
+        found.append(
+            Violation("OPENAI-003", f"the message is {short(message)}; expected the assistant's text {text!r}")
+        )
     if message.get("tool_calls"):
-        problems.append("the message carries tool calls: the server runs its own")
+        found.append(Violation("OPENAI-003", "the message carries tool calls: the server runs its own"))
     if choices[0].get("finish_reason") != "stop":
-        problems.append(f"finish_reason {choices[0].get('finish_reason')!r}, not stop")
+        found.append(Violation("OPENAI-003", f"finish_reason {choices[0].get('finish_reason')!r}, not stop"))
     usage = payload.get("usage")
     keys = ("prompt_tokens", "completion_tokens", "total_tokens")
     if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) for k in keys):
-        problems.append(f"the usage is {short(usage)}, not the turn's counts")
-    return problems
+        found.append(Violation("OPENAI-003", f"the usage is {short(usage)}, not the turn's counts"))
+    return found
 
 
-def error_problems(exchange: Exchange, status: int, code: str | None) -> list[str]:
-    """The OpenAI error body with the status, the contract's code and the status's type."""
-    if exchange.status != status:
-        got = exchange.outcome
-        return [f"answered {got}, not {status}: {short(exchange.body or '')}"]
+def failed_turn_problems(answer: ChannelAnswer) -> list[Violation]:
+    """OPENAI-003: a failed turn not streamed is answered 502 `llm_error` with `x-should-retry: false` (the `openai`
+    client would otherwise run it again)."""
+    found = []
+    if answer.status != 502 or error_of(answer.exchange.body).get("code") != "llm_error":
+        found.append(Violation("OPENAI-003", f"a failed turn should be answered 502 `llm_error`: {answer.describe()}"))
+    if answer.headers.get("x-should-retry") != "false":
+        retry = answer.headers.get("x-should-retry")
+        found.append(Violation("OPENAI-003", f"x-should-retry is {retry!r}, not 'false'"))
+    return found
+
+
+def error_problems(exchange: Exchange, status: int, code: str | None) -> list[Violation]:
+    """A refusal. The protocol's (PROTO-006): a 4xx or 5xx status with `{"error": <ErrorObject>}` (`code` may be
+    null, `misalignment` and other members may be there). The contract's (OPENAI-004): the status, its type, and the
+    contract's code when the case has one."""
+    found = []
+    got = exchange.status
+    if got is None or not 400 <= got <= 599:
+        return [Violation("OPENAI-004", f"answered {exchange.outcome}, not {status}: {short(exchange.body or '')}")]
     payload = json_or_none(exchange.body or "")
-    problems = [f"not the OpenAI error body: {p}" for p in rules_openai.error_body_problems(payload)[:3]]
+    found += [
+        Violation(P_ERROR, f"not the OpenAI error body: {p}") for p in rules_openai.error_body_problems(payload)[:3]
+    ]
+    if got != status:
+        found.append(
+            Violation("OPENAI-004", f"answered {exchange.outcome}, not {status}: {short(exchange.body or '')}")
+        )
     error = error_of(exchange.body or "")
-    if error.get("type") != ERROR_TYPES.get(status, OPENAI_SERVER_ERROR_TYPE):
-        problems.append(f"the type is {error.get('type')!r}; status {status} gives {ERROR_TYPES.get(status)!r}")
+    want = ERROR_TYPES.get(got, OPENAI_SERVER_ERROR_TYPE)
+    if error.get("type") != want:
+        found.append(
+            Violation("OPENAI-004", f"the type is {error.get('type')!r}; the contract types status {got} {want!r}")
+        )
     if code is not None and error.get("code") != code:
-        problems.append(f"the code is {error.get('code')!r}, not {code!r}")
-    return problems
+        found.append(Violation("OPENAI-004", f"the code is {error.get('code')!r}, not the contract's {code!r}"))
+    return found
 
 
-def response_problems(answer: ChannelAnswer, text: str) -> list[str]:
+def response_problems(answer: ChannelAnswer, text: str, refused: str = P_RESPONSE) -> list[Violation]:
+    """A response answered without `stream`: a Response (PROTO-008), then the contract's session, one message with
+    the turn's text, and usage (OPENAI-005). Not answered with a Response at all is `refused`'s violation (a turn
+    continuing a session through `previous_response_id` is the contract's to serve: OPENAI-005)."""
     if answer.status != 200 or answer.streamed:
-        return [f"the response was not answered 200 with a Response: {answer.describe()}"]
+        return [Violation(refused, f"the response was not answered 200 with a Response: {answer.describe()}")]
     payload = json_or_none(answer.exchange.body)
-    problems = [f"not a Response: {e}" for e in official.errors("openai_response", payload)[:3]]
+    found = [Violation(P_RESPONSE, f"not a Response: {e}") for e in official.errors("openai_response", payload)[:3]]
     if not isinstance(payload, dict):
-        return problems or [f"the answer is not a JSON object: {short(answer.exchange.body)}"]
-    if not isinstance(payload.get("id"), str) or not payload.get("id"):
-        problems.append("the response has no id")
+        return found or [Violation(P_RESPONSE, f"the answer is not a JSON object: {short(answer.exchange.body)}")]
     metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
     if not isinstance(metadata.get("session_id"), str) or not metadata.get("session_id"):
-        problems.append(f"its metadata {short(payload.get('metadata'))} holds no session_id")
+        found.append(Violation("OPENAI-005", f"its metadata {short(payload.get('metadata'))} holds no session_id"))
     output = payload.get("output") if isinstance(payload.get("output"), list) else []
     item = output[0] if len(output) == 1 and isinstance(output[0], dict) else {}
     parts = item.get("content") if isinstance(item.get("content"), list) else []
     texts = [p.get("text") for p in parts if isinstance(p, dict) and p.get("type") == "output_text"]
     if item.get("type") != "message" or item.get("role") != "assistant" or len(parts) != 1 or texts != [text]:
-        problems.append(f"the output {short(output)} is not one assistant message with one output_text {text!r}")
+        why = f"the output {short(output)} is not one assistant message with one output_text {text!r}"
+        found.append(Violation("OPENAI-005", why))
     usage = payload.get("usage")
     keys = ("input_tokens", "output_tokens", "total_tokens")
     if not isinstance(usage, dict) or not all(isinstance(usage.get(k), int) for k in keys):
-        problems.append(f"the usage is {short(usage)}, not the turn's counts")
-    return problems
+        found.append(Violation("OPENAI-005", f"the usage is {short(usage)}, not the turn's counts"))
+    return found
 
 
 def response_session(answer: ChannelAnswer) -> Any:

@@ -1,4 +1,5 @@
-"""OpenAI Chat Completions over the copilot's turn (spec/behaviour.md, "OpenAI channel": OPENAI-001..004), and the
+"""OpenAI Chat Completions over the copilot's turn (spec/behaviour.md, "OpenAI channel": OPENAI-001..004, and "OpenAI
+protocol": OPENAI-PROTO-001..005, the API's own rules that the mapping keeps), and the
 router of the whole OpenAI channel (chat completions, responses, models).
 
 `ChatCompletionStream` is the pure translation of a turn's contract events into `chat.completion.chunk` frames;
@@ -107,6 +108,8 @@ class ChatCompletionStream:
         self.ended = False
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        # A ChatCompletionChunk, every one with the same id and created, one choice of index 0 (OPENAI-PROTO-002);
+        # `usage: null` on each when include_usage is asked (OPENAI-PROTO-004).
         chunk = {
             "id": self.completion_id,
             "object": "chat.completion.chunk",
@@ -136,6 +139,7 @@ class ChatCompletionStream:
                 self.ended = True
             elif kind == "done":
                 out.append(data_frame(self.chunk({}, "stop")))  # an aborted turn ends the same way (OPENAI-002)
+                # the choice's one finish chunk (OPENAI-PROTO-003), then the usage chunk last (OPENAI-PROTO-004)
                 if self.include_usage:
                     out.append(data_frame({**self.chunk({}), "choices": [], "usage": chat_usage(*self.usage())}))
                 out.append(DONE_FRAME)
@@ -145,7 +149,7 @@ class ChatCompletionStream:
 
 
 def completion_object(completion_id: str, created: int, text: str, usage: tuple[int, int]) -> dict[str, Any]:
-    """OPENAI-003: one choice, the turn's whole text."""
+    """OPENAI-003: one choice, the turn's whole text, in a ChatCompletion (OPENAI-PROTO-005)."""
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -184,5 +188,5 @@ async def chat_completions(project_id: str, caller: Authenticated, project: Open
 
 @router.get(CHANNEL_PATHS["openai"] + "/models")
 async def list_models(caller: Authenticated, project: OpenedProject) -> dict[str, Any]:
-    # authenticated, with access to the project (OPENAI-007)
+    # authenticated, with access to the project (OPENAI-007); OpenAI's model list (OPENAI-PROTO-010)
     return model_list()

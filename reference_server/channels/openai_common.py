@@ -1,4 +1,5 @@
-"""What both OpenAI endpoints share (spec/behaviour.md, "OpenAI channel"): the error body (OPENAI-004), the model
+"""What both OpenAI endpoints share (spec/behaviour.md, "OpenAI channel"): the error body (OPENAI-004, an `ErrorObject`
+of OPENAI-PROTO-006), the model
 list (OPENAI-007), reading the members of a request strictly (OPENAI-001, OPENAI-005), and what both make of a turn
 of the shared core: its usage as it grows, a contract `error` event as OpenAI's error object, and a failed
 non-streamed turn as its 502 (OPENAI-003, OPENAI-004). The two protocol modules never import each other.
@@ -32,7 +33,8 @@ def error_type(status: int) -> str:
 
 
 def render_openai_error(error: ApiError) -> dict[str, Any]:
-    """OpenAI's error envelope with the contract's code (CHANNEL-005); `param` names the member at fault."""
+    """OpenAI's error envelope with the contract's code (CHANNEL-005); `param` names the member at fault. The object
+    is openai's ErrorObject, under `error`, with a 4xx or 5xx status (OPENAI-PROTO-006)."""
     param = (error.details or {}).get("param")
     return {
         "error": {
@@ -87,6 +89,7 @@ def unsupported(param: str) -> ApiError:
 
 
 def model_list() -> dict[str, Any]:
+    """OPENAI-007: the one model, each entry a `Model` of OPENAI-PROTO-010."""
     return {
         "object": "list",
         "data": [{"id": MODEL_ID, "object": "model", "created": MODEL_CREATED, "owned_by": "gns3"}],

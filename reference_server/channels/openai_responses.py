@@ -1,4 +1,5 @@
-"""OpenAI Responses over the copilot's turn, the text subset (spec/behaviour.md: OPENAI-005, OPENAI-006).
+"""OpenAI Responses over the copilot's turn, the text subset (spec/behaviour.md: OPENAI-005, OPENAI-006; and
+the API's own rules that the mapping keeps, OPENAI-PROTO-007..009).
 
 A Response's id names its session and turn (`resp_<session id in hex>_<turn's user message id>`), so that
 `previous_response_id` continues the session without any state kept for responses: the id is an earlier response
@@ -47,7 +48,8 @@ from .openai_common import (
     usage_of,
 )
 
-# OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false).
+# OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false); OpenAI's
+# standard members among them (OPENAI-PROTO-007).
 RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}
 RESPONSE_MEMBERS |= {"max_output_tokens"}
 RESPONSE_MEMBERS |= {"store", "user", "tools", "tool_choice"}
@@ -153,7 +155,8 @@ def response_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 
 
 class ResponseBuilder:
-    """The `Response` object of one turn at each of its stages, and its text item (OPENAI-005)."""
+    """The `Response` object of one turn at each of its stages, and its text item (OPENAI-005), a Response of the
+    `openai` package (OPENAI-PROTO-008)."""
 
     def __init__(self, channel_turn: ChannelTurn, wanted: TurnRequest) -> None:
         self.id = response_id(channel_turn.session_id, channel_turn.user_message_id)
@@ -193,7 +196,9 @@ class ResponseBuilder:
 
 
 class ResponseEventStream:
-    """OPENAI-006: `event: <type>` + `data: <event>` frames with a `sequence_number` from 0."""
+    """OPENAI-006: `event: <type>` + `data: <event>` frames with a `sequence_number` from 0; ResponseStreamEvents,
+    numbered by one, created first, each item and part added before its deltas and done after, one terminal event
+    last (OPENAI-PROTO-009)."""
 
     def __init__(self, builder: ResponseBuilder, usage: Usage) -> None:
         self.builder, self.usage = builder, usage

@@ -1,6 +1,7 @@
-"""The OpenAI rules of the suite (conformance/rules/openai.py): every golden stream of the reference server
-passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and each rule fails on
-a golden stream broken in that one way."""
+"""The OpenAI rules of the suite (conformance/rules/openai.py, openai_responses.py): every golden stream of the
+reference server passes with the ExpectedTurn of the script that recorded it (tools/record_channel_examples.py), and
+each rule fails on a golden stream broken in that one way, under its own voice: the protocol's (OPENAI-PROTO-*) or
+the contract's (OPENAI-00x)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import yaml
 from conformance.channels.endpoints import STREAMING, ChannelAnswer
 from conformance.rules import openai as rules_openai
 from conformance.rules.expected import ExpectedTurn, expected_turn
+from conformance.rules.openai_responses import judge_responses
 from conformance.transport.exchanges import Exchange
 from conformance.transport.sse import parse
 
@@ -61,8 +63,8 @@ def test_every_golden_chat_stream_passes(name: str):
 
 @pytest.mark.parametrize("name", RECORDED_BY)
 def test_every_golden_responses_stream_passes(name: str):
-    assert rules_openai.judge_responses(responses(name), expected(name)) == []
-    assert rules_openai.judge_responses(responses(name), None) == []
+    assert judge_responses(responses(name), expected(name)) == []
+    assert judge_responses(responses(name), None) == []
 
 
 # --- broken Chat Completions streams --------------------------------------------------------------------------------
@@ -95,10 +97,10 @@ def finish_index(found: list[Any]) -> int:
 
 
 CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
-    ("no [DONE]", P, lambda: broken(P, lambda f: f.pop()), "OPENAI-002", "does not end with `data: [DONE]`"),
-    ("a chunk after [DONE]", P, lambda: broken(P, lambda f: f.append(f[1])), "OPENAI-002", "not the last frame"),
-    ("a chunk without id", P, lambda: broken(P, lambda f: f[0].pop("id")), "OPENAI-002", "has no id"),
-    ("ids that differ", P, lambda: broken(P, lambda f: f[2].update(id="chatcmpl-other")), "OPENAI-002", "differ"),
+    ("no [DONE]", P, lambda: broken(P, lambda f: f.pop()), "OPENAI-PROTO-002", "does not end with `data: [DONE]`"),
+    ("a chunk after [DONE]", P, lambda: broken(P, lambda f: f.append(f[1])), "OPENAI-PROTO-002", "not the last frame"),
+    ("a chunk without id", P, lambda: broken(P, lambda f: f[0].pop("id")), "OPENAI-PROTO-002", "has no id"),
+    ("ids that differ", P, lambda: broken(P, lambda f: f[2].update(id="chatcmpl-other")), "OPENAI-PROTO-002", "differ"),
     ("a model that changes", P, lambda: broken(P, lambda f: f[1].update(model="other")), "OPENAI-002", "differ"),
     (
         "no role in the first delta",
@@ -111,7 +113,7 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
         "two finish chunks",
         P,
         lambda: broken(P, lambda f: f.insert(finish_index(f), dict(f[finish_index(f)]))),
-        "OPENAI-002",
+        "OPENAI-PROTO-003",
         "2 finish chunks",
     ),
     (
@@ -121,12 +123,12 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
         "OPENAI-002",
         "with `stop`",
     ),
-    ("no usage chunk", P, lambda: broken(P, lambda f: f.pop(-2)), "OPENAI-002", "one usage chunk"),
+    ("no usage chunk", P, lambda: broken(P, lambda f: f.pop(-2)), "OPENAI-PROTO-004", "one usage chunk"),
     (
         "usage on a content chunk",
         P,
         lambda: broken(P, lambda f: f[1].update(usage=f[-2]["usage"])),
-        "OPENAI-002",
+        "OPENAI-PROTO-004",
         "must be null",
     ),
     (
@@ -147,7 +149,7 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
         "a chunk that is no ChatCompletionChunk",
         P,
         lambda: broken(P, lambda f: f[1].update(object="chat.completion")),
-        "OPENAI-002",
+        "OPENAI-PROTO-002",
         "not a ChatCompletionChunk",
     ),
     (
@@ -155,7 +157,7 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
         E,
         lambda: broken(E, lambda f: f[-2]["error"].pop("type")),
         "OPENAI-004",
-        "is not {error:",
+        "the error frame: /error",
     ),
     (
         "an error frame then a finish chunk",
@@ -175,9 +177,9 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
     ),
     ("no error frame in a failing turn", E, lambda: broken(E, lambda f: f.pop(-2)), "OPENAI-004", "no error frame"),
     (
-        "an error type that is no OpenAI type",
+        "an error type that is no string",
         E,
-        lambda: broken(E, lambda f: f[-2]["error"].update(type="llm_error")),
+        lambda: broken(E, lambda f: f[-2]["error"].update(type=5)),
         "OPENAI-004",
         "the error frame: /error/type",
     ),
@@ -203,29 +205,29 @@ CHAT_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
         "a chunk without usage: null under include_usage",
         P,
         lambda: broken(P, lambda f: f[2].pop("usage")),
-        "OPENAI-002",
+        "OPENAI-PROTO-004",
         "without `usage: null`",
     ),
     (
         "a second choice",
         P,
         lambda: broken(P, lambda f: f[1]["choices"].append({**f[1]["choices"][0], "index": 1})),
-        "OPENAI-002",
+        "OPENAI-PROTO-002",
         "index 0",
     ),
     (
         "the usage chunk before the finish chunk",
         P,
         lambda: broken(P, lambda f: f.insert(finish_index(f), f.pop(-2))),
-        "OPENAI-002",
-        "before the finish chunk",
+        "OPENAI-PROTO-004",
+        "must end the chunks",
     ),
     (
         "content after the finish chunk",
         P,
         lambda: broken(P, lambda f: f.insert(finish_index(f) + 1, f.pop(finish_index(f) - 1))),
-        "OPENAI-002",
-        "content after the finish chunk",
+        "OPENAI-PROTO-003",
+        "after its finish chunk",
     ),
 ]
 
@@ -236,23 +238,31 @@ def test_each_chat_rule_fails_on_a_stream_broken_that_way(case, name, make, requ
     assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
 
 
-def test_crlf_line_ends_are_refused():
-    found = rules_openai.judge_chat(chat(P, golden("openai-chat", P).replace("\n", "\r\n")), None)
-    assert any("not LF alone" in v.message for v in found)
+def test_crlf_line_ends_and_event_lines_are_the_sse_format_s_in_a_chat_stream():
+    """The `openai` client's SSE decoder reads CRLF and ignores an `event:` name (but `thread.*`): neither the
+    protocol nor the contract (OPENAI-002) fixes them for Chat Completions. Responses frames are the contract's
+    `event: <type>\ndata: <event>\n\n` (OPENAI-006)."""
+    assert rules_openai.judge_chat(chat(P, golden("openai-chat", P).replace("\n", "\r\n")), expected(P)) == []
+    tagged = golden("openai-chat", P).replace("data: [DONE]", "event: end\ndata: [DONE]")
+    assert rules_openai.judge_chat(chat(P, tagged), expected(P)) == []
+    found = judge_responses(responses(P, golden("openai-responses", P).replace("\n", "\r\n")), None)
+    assert [v.requirement for v in found] == ["OPENAI-006"] and "not LF alone" in found[0].message
 
 
 def test_a_usage_chunk_without_include_usage_is_refused():
+    """ChatCompletionChunk.usage: "will only be present when you set stream_options: {"include_usage": true}"."""
     found = rules_openai.judge_chat(chat(P), None, include_usage=False)
-    assert any("include_usage was not asked for" in v.message for v in found)
+    assert any(v.requirement == "OPENAI-PROTO-004" and "include_usage was not set" in v.message for v in found)
     without = broken(P, lambda f: (f.pop(-2), [c.pop("usage") for c in f if isinstance(c, dict)]))
     assert rules_openai.judge_chat(without, expected(P), include_usage=False) == []
 
 
-def test_an_event_line_in_a_chat_stream_is_refused():
+def test_a_frame_with_an_event_but_no_data_is_refused():
+    """The `openai` client dispatches it with empty data and fails to parse it as JSON."""
     found = rules_openai.judge_chat(
-        chat(P, golden("openai-chat", P).replace("data: [DONE]", "event: end\ndata: [DONE]")), None
+        chat(P, golden("openai-chat", P).replace("data: [DONE]", "event: x\n\ndata: [DONE]")), None
     )
-    assert any("`event:` line" in v.message for v in found)
+    assert any(v.requirement == "OPENAI-PROTO-002" and "without data" in v.message for v in found)
 
 
 # --- broken Responses streams -----------------------------------------------------------------------------------
@@ -381,10 +391,23 @@ RESPONSES_CASES: list[tuple[str, str, Callable[[], ChannelAnswer], str]] = [
 ]
 
 
+# The contract's form of the stream (OPENAI-006); every other case breaks OpenAI's own rules (OPENAI-PROTO-009).
+CONTRACT_CASES = {
+    "response.in_progress missing",
+    "completed without usage",
+    "a failed turn that completes",
+    "an item id that changes",
+    "a second output index",
+    "failed without an error message",
+    "a delta after output_text.done",
+}
+
+
 @pytest.mark.parametrize(("case", "name", "make", "words"), RESPONSES_CASES, ids=[c[0] for c in RESPONSES_CASES])
 def test_each_responses_rule_fails_on_a_stream_broken_that_way(case, name, make, words):
-    found = rules_openai.judge_responses(make(), expected(name))
-    assert any(v.requirement == "OPENAI-006" and words in v.message for v in found), [str(v) for v in found]
+    found = judge_responses(make(), expected(name))
+    requirement = "OPENAI-006" if case in CONTRACT_CASES else "OPENAI-PROTO-009"
+    assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
 
 
 GARBAGE = [
@@ -406,5 +429,5 @@ GARBAGE = [
 def test_the_rules_judge_any_body_without_raising(body: str):
     assert rules_openai.judge_chat(chat(P, body), expected(P)) != []
     assert rules_openai.judge_chat(chat(E, body), expected(E), include_usage=False) != []
-    assert rules_openai.judge_responses(responses(P, body), expected(P)) != []
-    assert rules_openai.judge_responses(responses(E, body), None) != []
+    assert judge_responses(responses(P, body), expected(P)) != []
+    assert judge_responses(responses(E, body), None) != []
