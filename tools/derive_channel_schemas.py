@@ -35,9 +35,9 @@ PYDANTIC_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 def _openai_types() -> dict[str, tuple[str, Any]]:
     """File name -> (the openai export, the type)."""
     from openai.types import Model
-    from openai.types.shared import ErrorObject
     from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
     from openai.types.responses import Response, ResponseStreamEvent, response_create_params
+    from openai.types.shared import ErrorObject
 
     return {
         "openai_chat_completion_chunk": ("openai.types.chat.ChatCompletionChunk", ChatCompletionChunk),
