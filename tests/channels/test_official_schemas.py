@@ -27,6 +27,7 @@ EXPECTED = {
     "openai_response_create_params_streaming": "PyPI openai 3.57.0",
     "openai_response_create_params_non_streaming": "PyPI openai 3.57.0",
     "openai_model": "PyPI openai 3.57.0",
+    "openai_error_object": "PyPI openai 3.57.0",
 }
 
 

@@ -291,7 +291,8 @@ def refusal(read, body: Any) -> tuple[int, str, str | None]:
         ({**CHAT, "model": "gpt-4o"}, (404, "model_not_found", "model")),
         ({"messages": [user("hi")]}, (422, "validation_error", "model")),
         ({**CHAT, "response_format": {"type": "json_object"}}, (422, "unsupported_field", "response_format")),
-        ({**CHAT, "max_tokens": 10}, (422, "unsupported_field", "max_tokens")),
+        ({**CHAT, "max_tokens": 0}, (422, "validation_error", "max_tokens")),  # accepted, but a positive integer
+        ({**CHAT, "max_completion_tokens": "64"}, (422, "validation_error", "max_completion_tokens")),
         ({**CHAT, "n": 2}, (422, "unsupported_field", "n")),
         (
             {**CHAT, "stream_options": {"include_obfuscation": False}},
