@@ -42,6 +42,7 @@ class RunResult:
     cleanup: CleanupReport | None = None  # what was removed from the target, or kept (--keep), or left
     # What a standalone reproduction needs: the fake LLM's port, and each user role's name and how its token is got.
     replay: dict[str, Any] = field(default_factory=dict)
+    profile: str = "contract"  # which rules were judged: "contract" (both voices) or "protocol" (the protocols' only)
 
     @property
     def transient(self) -> dict[str, list[str]]:
