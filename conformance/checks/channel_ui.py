@@ -1,5 +1,6 @@
-"""The Vercel AI SDK UI message stream channel (UI-*): the request DefaultChatTransport sends, the stream judged by
-the protocol's rules (conformance/rules/ui.py) and by `ai`'s own readUIMessageStream over each recorded body,
+"""The Vercel AI SDK UI message stream channel (UI-*): the request DefaultChatTransport sends, the stream judged in
+two voices, the protocol's own rules (UI-PROTO-*, conformance/rules/ui_protocol.py, and `ai`'s own
+readUIMessageStream over each recorded body) and the contract's additions (UI-002, UI-003, conformance/rules/ui.py),
 and the session's history as UIMessage[] judged by the official schema and `ai`'s validateUIMessages."""
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.errors import BlockedBy, NotTestable
 from conformance.rules import official
 from conformance.rules import ui as rules_ui
+from conformance.rules import ui_protocol as rules_ui_protocol
 from conformance.rules.expected import ExpectedTurn, expected_turn
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import json_or_none
 
 SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
 TEMPERATURE = 0.7
+# What channel_ui.stream judges over each streamed turn: the protocol's own rules, then the contract's additions.
+JUDGED = rules_ui_protocol.RULES | rules_ui.RULES
 
 
 def _label(script: str) -> str:
@@ -39,8 +43,13 @@ def _tool_parts(message: Any) -> list[dict[str, Any]]:
 
 
 def client_violations(read: ClientRead, expected: ExpectedTurn, answer: ChannelAnswer) -> list[Violation]:
-    """What `ai`'s readUIMessageStream made of the body: the scripted text and tool parts for a finishing turn, the
-    turn's error (its errorText) for a failing one; any other rejection is what a useChat user would see fail."""
+    """What `ai`'s readUIMessageStream made of the body. Its rejection of the stream (a chunk its schema refuses, a
+    delta of no open part, a call never announced) is the protocol's own verdict (UI-PROTO-*, in `ai`'s words);
+    past that, the contract's (UI-003): the scripted text and tool parts for a finishing turn, the turn's error (its
+    errorText) for a failing one."""
+    rejection = rules_ui_protocol.reader_rejection(read.detail.get("error"), _error_texts(answer))
+    if rejection is not None:
+        return [rejection]
     if expected.fails:
         if read.ok:
             return [Violation("UI-003", "`ai` read the failing turn to its end without the error it should report")]
@@ -50,13 +59,14 @@ def client_violations(read: ClientRead, expected: ExpectedTurn, answer: ChannelA
             return [
                 Violation(
                     "UI-003",
-                    f"`ai` rejected the stream with {read.error!r}, not with the turn's errorText "
-                    f"{error.get('message')!r}",
+                    f"`ai` stopped at the error {message!r}, not at the turn's errorText {error.get('message')!r}",
                 )
             ]
         return []
     if not read.ok:
-        return [Violation("UI-003", f"`ai`'s readUIMessageStream rejected the stream: {read.error}")]
+        return [
+            Violation("UI-003", f"`ai` stopped at the stream's error chunk in a turn that does not fail: {read.error}")
+        ]
     found = []
     if read.text != expected.text:
         found.append(
@@ -68,6 +78,25 @@ def client_violations(read: ClientRead, expected: ExpectedTurn, answer: ChannelA
     if got != want:
         found.append(Violation("UI-003", f"`ai` assembled the tool parts {short(got)}; expected {short(want)}"))
     return found
+
+
+def _error_texts(answer: ChannelAnswer) -> list[str]:
+    """The errorText of each `error` chunk: `ai` reports each as an Error of that message (the stream's own report
+    of a failure, not a rejection of the stream)."""
+    chunks = rules_ui_protocol.chunks(answer)
+    return [str(c.get("errorText")) for _, c in chunks if c.get("type") == "error"]
+
+
+def not_streamed(answer: ChannelAnswer) -> Violation:
+    """A turn answered with no complete stream. A 200 that is no event stream, or a stream that never ends, is not a
+    UI message stream (UI-PROTO-001); a refusal the protocol allows (any HTTP error), so it is the contract's: the
+    contract streams every turn of its mapping (UI-003)."""
+    if answer.status == 200:
+        ended = "" if answer.completed else ": the stream did not end (no data: [DONE])"
+        return Violation(
+            "UI-PROTO-001", f"the turn was not streamed as a UI message stream{ended}: {answer.describe()}"
+        )
+    return Violation("UI-003", f"the turn was refused, not streamed: {answer.describe()}")
 
 
 async def validate_ui_messages(messages: list[Any]) -> list[dict[str, Any]]:
@@ -146,8 +175,7 @@ async def stream(ctx: CheckContext) -> None:
     for turn, why in zip(turns, whys, strict=True):
         answer = turn.answer
         if answer.status != 200 or not answer.streamed or not answer.completed:
-            ended = "" if answer.completed else " (the stream did not end)"
-            record(ctx, [Violation("UI-002", f"the turn was not streamed{ended}: {answer.describe()}")], answer, set())
+            record(ctx, [not_streamed(answer)], answer, set())
             continue
         judged.append((turn, why))
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
@@ -155,7 +183,7 @@ async def stream(ctx: CheckContext) -> None:
         found = rules_ui.judge(turn.answer, turn.expected) + client_violations(read, turn.expected, turn.answer)
         if why:  # streamed, yet not as its script says, while the controls were served: the server's doing
             found.append(Violation("UI-003", why))
-        record(ctx, found, turn.answer, {"UI-002", "UI-003"})
+        record(ctx, found, turn.answer, JUDGED)
     if len(judged) < len(turns):
         ctx.findings.not_testable("UI-003", "some turns were not streamed: their chunks could not be judged")
 

@@ -1,11 +1,13 @@
-"""The rules of the Vercel AI SDK UI message stream v1 (UI-002, UI-003), judged over one recorded answer.
+"""The contract's rules of the UI message stream channel (UI-002, UI-003), judged over one recorded answer, after
+the protocol's own rules (UI-PROTO-001..004, conformance/rules/ui_protocol.py).
 
-`judge(answer, expected)` -> [Violation]: the headers and the frames (UI-002: `data: <chunk>\\n\\n`, each chunk valid
-against the official `ai` chunk schema, `[DONE]` last), then the order and content of the chunks (UI-003: start with
-its session, steps per generation, text and provider-executed tool parts opened and closed in order, an `error` chunk
-for a failing turn, finish with the session and the usage). With the script's ExpectedTurn, each step's text and tool
-calls (name and parsed input) are judged exact. What `ai` itself does not enforce (start/finish, `[DONE]`, the header,
-parts left open) is judged here; the real client (real_clients.ui) judges the rest over the same body.
+`judge(answer, expected)` -> [Violation]: the protocol's rules, then what the contract adds: the headers
+`cache-control: no-cache` and `x-accel-buffering: no` and each chunk one `data:` frame with LF line ends (UI-002),
+and the contract's mapping of a turn onto the chunks (UI-003: start with its session, a step per generation, text
+and provider-executed tool parts opened and closed in order, an `error` chunk for a failing turn, finish with the
+session and the usage). With the script's ExpectedTurn, each step's text and tool calls (name and parsed input) are
+judged exact. What the protocol itself refuses (an id no start opened, a call never announced, an invalid chunk) is
+ui_protocol's to report, never worded here as the contract's.
 """
 
 from __future__ import annotations
@@ -14,19 +16,22 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.rules import official
+from conformance.rules import ui_protocol
+from conformance.rules.ui_protocol import NEEDS_TOOL_PART, ident
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import json_or_none
-from conformance.transport.sse import INVALID
 
 if TYPE_CHECKING:
     from conformance.channels.endpoints import ChannelAnswer
     from conformance.rules.expected import ExpectedTurn
 
+__all__ = ["ident", "judge", "request_body"]  # ident: rules/ag_ui.py's too
+
 FRAMES, CHUNKS = "UI-002", "UI-003"
-HEADERS = {"x-vercel-ai-ui-message-stream": "v1", "x-accel-buffering": "no"}
-# The chunk types UI-003's mapping sends, whose order the rules judge; another chunk type `ai` knows is left to the
-# schema (the rule's text does not forbid it).
+RULES = frozenset({FRAMES, CHUNKS})
+HEADERS = {"x-accel-buffering": "no"}  # and cache-control: no-cache (UI-002), its directives judged apart
+# The chunk types whose order UI-003's mapping judges; another chunk type `ai` knows (reasoning, sources, data-*)
+# is left to the protocol's rules (the contract's text does not forbid it).
 MAPPED = frozenset(
     {
         "start",
@@ -39,6 +44,9 @@ MAPPED = frozenset(
         "tool-input-available",
         "tool-input-error",
         "tool-output-available",
+        "tool-output-error",
+        "tool-output-denied",
+        "tool-approval-request",
         "error",
         "abort",
         "finish-step",
@@ -48,21 +56,15 @@ MAPPED = frozenset(
 USAGE_KEYS = ("inputTokens", "outputTokens", "totalTokens")
 
 
-def ident(value: Any) -> Any:
-    """An id as a key: a broken chunk's id (an object, a list) as its JSON text, so that judging never crashes."""
-    return value if isinstance(value, str | int | float | bool | None) else json.dumps(value, sort_keys=True)
-
-
 def request_body(answer: ChannelAnswer) -> dict[str, Any]:
     body = json_or_none(answer.exchange.request_body or "")
     return body if isinstance(body, dict) else {}
 
 
 def headers(answer: ChannelAnswer) -> list[Violation]:
+    """UI-002: what the contract's stream adds to the protocol's headers (UI-PROTO-001 judges the content-type and
+    x-vercel-ai-ui-message-stream)."""
     found = []
-    content_type = answer.headers.get("content-type", "")
-    if not content_type.startswith("text/event-stream"):
-        found.append(Violation(FRAMES, f"the answer's content-type is {content_type!r}, not text/event-stream"))
     for name, value in HEADERS.items():
         if answer.headers.get(name) != value:
             found.append(Violation(FRAMES, f"the header {name} is {answer.headers.get(name)!r}, expected {value!r}"))
@@ -75,58 +77,25 @@ def headers(answer: ChannelAnswer) -> list[Violation]:
 
 
 def frames(answer: ChannelAnswer) -> list[Violation]:
-    """Each frame one `data:` line of a valid chunk, LF line ends, `[DONE]` the last frame and nothing after it."""
+    """UI-002: each chunk one frame `data: <chunk>\\n\\n`, LF line ends (SSE itself allows CR and CRLF and other
+    fields; the protocol's rules judge the chunks and [DONE])."""
     if answer.sse is None:
-        return [Violation(FRAMES, f"the answer is no SSE stream: {answer.describe()}")]
+        return []
     found = []
     odd_ends = sorted(answer.sse.line_ends - {"\n"})
     if odd_ends:
         found.append(Violation(FRAMES, f"frames must be `data: <chunk>\\n\\n`; the body has line ends {odd_ends}"))
-    done = [frame.index for frame in answer.sse.frames if frame.is_done]
     for frame in answer.sse.frames:
         if frame.event is not None or frame.unknown_fields:
             fields = ([f"event: {frame.event}"] if frame.event is not None else []) + frame.unknown_fields
             found.append(Violation(FRAMES, f"a frame has fields besides data: {fields}", frame.index))
-        if done and frame.index > done[0]:
-            found.append(Violation(FRAMES, f"a frame follows data: [DONE]: {short(frame.raw)}", frame.index))
-        if frame.is_comment or frame.is_done:
-            continue
-        chunk = frame.json()
-        if chunk is INVALID or not isinstance(chunk, dict):
-            found.append(Violation(FRAMES, f"the frame's data is not a JSON object: {short(frame.raw)}", frame.index))
-            continue
-        problems = official.errors("ai_ui_message_chunk", chunk)
-        if problems:
-            found.append(
-                Violation(
-                    FRAMES, f"the chunk {short(chunk)} is invalid for `ai`: {'; '.join(problems[:2])}", frame.index
-                )
-            )
-    if not done:
-        found.append(Violation(FRAMES, "the stream does not end with data: [DONE]"))
-    elif len(done) > 1:
-        found.append(Violation(FRAMES, f"data: [DONE] is sent {len(done)} times", done[1]))
-    if answer.sse.unterminated.strip():
-        found.append(Violation(FRAMES, f"the body ends in an unfinished frame: {short(answer.sse.unterminated)}"))
-    return found
-
-
-def chunks(answer: ChannelAnswer) -> list[tuple[int, dict[str, Any]]]:
-    """(frame index, chunk) of every JSON object frame up to [DONE]."""
-    found = []
-    for frame in answer.sse.messages if answer.sse else []:
-        if frame.is_done:
-            break
-        chunk = frame.json()
-        if chunk is not INVALID and isinstance(chunk, dict):
-            found.append((frame.index, chunk))
     return found
 
 
 @dataclass
 class _Tool:
     name: Any
-    state: str = "input"  # input -> available -> output, or input -> error
+    state: str = "input"  # input -> available -> output, or input -> error (output: closed, however it was)
     arguments: str = ""
     input: Any = None
 
@@ -157,6 +126,7 @@ class _Order:
         self.open_texts: set[str] = set()
         self.seen_texts: set[str] = set()
         self.tools: dict[str, _Tool] = {}
+        self.announced: set[Any] = set()  # the calls a tool-input-start, -available or -error announced
         self.ended_by: str | None = None  # "error" or "abort": only finish-step and finish may follow
         self.errors: list[tuple[int, dict[str, Any]]] = []
         self.session: Any = None
@@ -223,10 +193,12 @@ class _Order:
         self.open_texts.clear()
         for call_id, tool in self.tools.items():
             if tool.state == "input":
-                self.bad(f"the tool part {call_id} has no complete input at finish-step", index)
+                self.bad(f"the tool part {call_id} is still open at finish-step: neither tool-input-available nor "
+                         "tool-input-error closed its input", index)  # fmt: skip
                 tool.state = "error"
-            elif tool.state == "available" and not self.ended_by:
-                self.bad(f"the tool part {call_id} has no tool-output-available before finish-step", index)
+            elif tool.state in ("available", "approval-requested") and not self.ended_by:
+                self.bad(f"the tool part {call_id} has its input but no tool-output-available before finish-step",
+                         index)  # fmt: skip
                 tool.state = "output"
         self.step = None
 
@@ -250,8 +222,7 @@ class _Order:
             self.seen_texts.add(text_id)
             return
         if text_id not in self.open_texts:
-            self.bad(f"{kind} for the text part {text_id!r}, which is not open", index)
-            return
+            return  # a delta or end of no open part: the protocol's own rule (UI-PROTO-002) reports it
         if kind == "text-delta":
             if isinstance(chunk.get("delta"), str) and self.step is not None:
                 self.step.text += chunk["delta"]
@@ -265,10 +236,18 @@ class _Order:
             self.bad(f"{kind} outside a step (no start-step before it)", index)
         if kind != "tool-input-delta" and chunk.get("providerExecuted") is not True:
             self.bad(f"{kind} of {call_id!r} is not providerExecuted: true", index)
+        announced = call_id in self.announced
+        if kind in ("tool-input-start", "tool-input-available", "tool-input-error"):
+            self.announced.add(call_id)
         if kind == "tool-input-start":
             if tool is not None:
                 self.bad(f"a second tool-input-start of {call_id!r}", index)
             self.tools[call_id] = _Tool(chunk.get("toolName"))
+            return
+        if tool is None and (kind == "tool-input-delta" or (kind in NEEDS_TOOL_PART and not announced)):
+            return  # a call the protocol itself never saw announced: its own rule (UI-PROTO-003) reports it
+        if kind in ("tool-output-error", "tool-output-denied", "tool-approval-request"):
+            self.other_end(index, chunk, kind, tool)
             return
         want = {
             "tool-input-delta": "input",
@@ -287,6 +266,23 @@ class _Order:
         elif kind == "tool-input-error":
             tool.state = "error"
         else:
+            tool.state = "output"
+
+    def other_end(self, index: int, chunk: dict[str, Any], kind: str, tool: _Tool | None) -> None:
+        """A tool part ended otherwise than UI-003 maps a tool's end: `tool-output-error` and `tool-output-denied`
+        close the part (the protocol allows them for an announced call); `tool-approval-request` leaves it waiting
+        for the client. Each is the contract's deviation, worded as what it is, not as a part left open."""
+        call_id = ident(chunk.get("toolCallId"))
+        if kind == "tool-approval-request":
+            self.bad(f"the tool part {call_id!r} asks the client's approval (tool-approval-request); UI-003's "
+                     "tools run on the server and send tool-output-available", index)  # fmt: skip
+            if tool is not None:
+                tool.state = "approval-requested"
+            return
+        ended = f"errorText {short(chunk.get('errorText'))}" if kind == "tool-output-error" else "denied"
+        self.bad(f"the tool part {call_id!r} is closed by {kind} ({ended}), not by tool-output-available with its "
+                 "tool's output, as UI-003 maps a tool's end", index)  # fmt: skip
+        if tool is not None:
             tool.state = "output"
 
     def available(self, index: int, chunk: dict[str, Any], tool: _Tool) -> None:
@@ -342,11 +338,16 @@ class _Order:
 
 
 def order(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
-    return _Order(answer, expected).run(chunks(answer))
+    return _Order(answer, expected).run(ui_protocol.chunks(answer))
+
+
+def contract(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
+    """What the contract adds (UI-002, UI-003) in one recorded answer (its content exact when `expected` is given)."""
+    if answer.sse is None:
+        return headers(answer)
+    return headers(answer) + frames(answer) + order(answer, expected)
 
 
 def judge(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
-    """Every violation of UI-002 and UI-003 in one recorded answer (its content exact when `expected` is given)."""
-    if answer.sse is None:
-        return headers(answer) + frames(answer)
-    return headers(answer) + frames(answer) + order(answer, expected)
+    """Every violation in one recorded answer: the protocol's own (UI-PROTO-*), then the contract's (UI-002, -003)."""
+    return ui_protocol.judge(answer) + contract(answer, expected)

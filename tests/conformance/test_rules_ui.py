@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from conformance.channels import real_clients
 from conformance.channels.endpoints import STREAMING, ChannelAnswer
 from conformance.rules import ui as rules_ui
+from conformance.rules import ui_protocol as rules_ui_protocol
 from conformance.rules.expected import ExpectedTurn, expected_turn
 from conformance.transport.exchanges import Exchange
 from conformance.transport.sse import parse
@@ -128,12 +130,35 @@ def delta_before_start(found: list[dict[str, Any]]) -> None:
     found[start], found[start + 1] = found[start + 1], found[start]
 
 
+def text_end_after_finish_step(found: list[dict[str, Any]]) -> None:
+    """The text part's end after the step's end: `ai` drops the step's open parts at finish-step."""
+    end = next(c for c in found if c["type"] == "text-end")
+    found.remove(end)
+    found.insert(next(i for i, c in enumerate(found) if c["type"] == "finish-step") + 1, end)
+
+
+def output_first(found: list[dict[str, Any]]) -> None:
+    """The tool's output before any chunk that announced its call."""
+    output = next(c for c in found if c["type"] == "tool-output-available")
+    found.remove(output)
+    found.insert(next(i for i, c in enumerate(found) if c["type"] == "tool-input-start"), output)
+
+
 P, T, E, M = "plain-answer", "tool-round-trip", "llm-error", "mid-stream-error"
+PROTO_1, PROTO_2, PROTO_3, PROTO_4 = "UI-PROTO-001", "UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004"
+ALL = {"UI-002", "UI-003", PROTO_1, PROTO_2, PROTO_3, PROTO_4}
+# The cases whose break the protocol's rules also see (besides the requirement the case names): the contract's
+# stream begins with start and ends with finish, as the protocol says a message SHOULD (UI-PROTO-004).
+ALSO_PROTOCOL = {
+    "no start": {PROTO_4},
+    "no finish": {PROTO_4},
+    "finish before finish-step": {PROTO_4},
+}
 # (case, golden, broken body or headers, requirement, words of the violation)
 BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
-    ("content-type", P, lambda: answer(golden(P), {**HEADERS, "content-type": "application/json"}), "UI-002",
+    ("content-type", P, lambda: answer(golden(P), {**HEADERS, "content-type": "application/json"}), PROTO_1,
      "content-type"),
-    ("protocol header", P, lambda: answer(golden(P), {**HEADERS, "x-vercel-ai-ui-message-stream": "v2"}), "UI-002",
+    ("protocol header", P, lambda: answer(golden(P), {**HEADERS, "x-vercel-ai-ui-message-stream": "v2"}), PROTO_1,
      "x-vercel-ai-ui-message-stream"),
     ("cache-control", P, lambda: answer(golden(P), {**HEADERS, "cache-control": "max-age=60"}), "UI-002",
      "cache-control"),
@@ -144,12 +169,16 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
                                                         "event: step\ndata: {\"type\":\"start-step\"}")),
      "UI-002", "fields besides data"),
     ("not JSON", P, lambda: answer(golden(P).replace("data: {\"type\":\"start-step\"}", "data: {start-step")),
-     "UI-002", "not a JSON object"),
-    ("schema", P, lambda: answer(edit(P, setting("start", messageId=7))), "UI-002", "invalid for `ai`"),
-    ("no [DONE]", P, lambda: answer(render(chunks(golden(P)), done=False)), "UI-002", "does not end with data: [DONE]"),
-    ("a frame after [DONE]", P, lambda: answer(golden(P) + "data: {\"type\":\"start-step\"}\n\n"), "UI-002",
+     PROTO_1, "not a JSON chunk"),
+    ("schema", P, lambda: answer(edit(P, setting("start", messageId=7))), PROTO_1, "invalid for `ai`"),
+    ("no [DONE]", P, lambda: answer(render(chunks(golden(P)), done=False)), PROTO_1, "does not end with data: [DONE]"),
+    ("a frame after [DONE]", P, lambda: answer(golden(P) + "data: {\"type\":\"start-step\"}\n\n"), PROTO_4,
      "follows data: [DONE]"),
-    ("unfinished frame", P, lambda: answer(golden(P) + "data: {\"type\""), "UI-002", "unfinished frame"),
+    ("a second [DONE]", P, lambda: answer(golden(P) + "data: [DONE]\n\n"), PROTO_4, "follows data: [DONE]"),
+    ("unfinished frame after [DONE]", P, lambda: answer(golden(P) + "data: {\"type\""), PROTO_4,
+     "unfinished frame follows"),
+    ("unfinished frame, no [DONE]", P, lambda: answer(render(chunks(golden(P)), done=False) + "data: {\"type\""),
+     PROTO_1, "ends in an unfinished frame"),
     ("no start", P, lambda: answer(edit(P, drop("start")), chat_id="example-plain-answer"), "UI-003", "not start"),
     ("start without sessionId", P, lambda: answer(edit(P, setting("start", messageMetadata={}))), "UI-003",
      "no sessionId"),
@@ -160,13 +189,24 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
     ("a second start", P, lambda: answer(edit(P, inserting(chunks(golden(P))[0], "finish-step"))), "UI-003",
      "a second start"),
     ("no start-step", P, lambda: answer(edit(P, drop("start-step"))), "UI-003", "start-step must follow start"),
-    ("text-delta of no open part", P, lambda: answer(edit(P, setting("text-delta", 1, id="other"))), "UI-003",
-     "which is not open"),
+    ("text-delta of no open part", P, lambda: answer(edit(P, setting("text-delta", 1, id="other"))), PROTO_2,
+     "missing text part"),
+    ("text-end after finish-step", P, lambda: answer(edit(P, text_end_after_finish_step)), PROTO_2,
+     "text-end of the text part"),
+    ("reasoning-delta of no open part", P, lambda: answer(edit(P, inserting(
+        {"type": "reasoning-delta", "id": "r", "delta": "hm"}, "finish-step"))), PROTO_2, "missing reasoning part"),
     ("text part open at finish-step", P, lambda: answer(edit(P, drop("text-end"))), "UI-003",
      "still open at finish-step"),
     ("text not the script's", P, lambda: answer(edit(P, setting("text-delta", 1, delta="seems "))), "UI-003",
      "streams the text"),
-    ("tool delta before its start", T, lambda: answer(edit(T, delta_before_start)), "UI-003", "out of order"),
+    ("tool delta before its start", T, lambda: answer(edit(T, delta_before_start)), PROTO_3,
+     "before any tool-input-start"),
+    ("tool output of an unannounced call", T, lambda: answer(edit(T, setting("tool-output-available",
+                                                                             toolCallId="call_other"))), PROTO_3,
+     "No tool invocation found"),
+    ("tool output before any input chunk", T, lambda: answer(edit(T, output_first)), PROTO_3, "announced"),
+    ("a last chunk other than finish", P, lambda: answer(edit(P, finish_before_finish_step)), PROTO_4,
+     "the last chunk before [DONE]"),
     ("tool not provider-executed", T, lambda: answer(edit(T, setting("tool-input-start", providerExecuted=None))),
      "UI-003", "providerExecuted"),
     ("input not the deltas", T, lambda: answer(edit(T, setting("tool-input-available", input={"detail": "full"}))),
@@ -198,10 +238,76 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
 def test_each_rule_fails_on_a_stream_broken_that_way(case, name, broken, requirement, words):
     found = rules_ui.judge(broken(), expected(name))
     assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
-    assert {v.requirement for v in found} <= {"UI-002", "UI-003"}
+    assert {v.requirement for v in found} <= ALL
+    # Two voices: a break of the contract alone is never worded as the protocol's (and the protocol's rules see
+    # exactly the protocol's breaks).
+    protocol = {requirement} if requirement.startswith("UI-PROTO-") else set()
+    assert {v.requirement for v in found if v.requirement.startswith("UI-PROTO-")} == protocol | ALSO_PROTOCOL.get(
+        case, set()
+    ), [str(v) for v in found]
 
 
 def test_a_chunk_outside_the_mapping_is_left_to_the_schema():
     """UI-003 orders the chunks it maps; another chunk type `ai` knows is not forbidden by the rule's text."""
     extra = answer(edit(P, inserting({"type": "reasoning-start", "id": "r"}, "finish-step")))
     assert [v for v in rules_ui.judge(extra, None) if "reasoning" in v.message] == []
+
+
+def failed_tool(found: list[dict[str, Any]]) -> None:
+    """The tool's end as `tool-output-error`, as `ai`'s own server sends a tool whose execute threw."""
+    chunk = next(c for c in found if c["type"] == "tool-output-available")
+    chunk.pop("output")
+    chunk.update(type="tool-output-error", errorText="the controller is unreachable")
+
+
+def test_a_tool_part_closed_by_tool_output_error_is_said_closed_not_open():
+    """Issue 29: `tool-output-error` closes an announced tool part (ai 6.0.325's processUIMessageStream sets it to
+    state output-error), so the protocol's rules see nothing, and UI-003's deviation says what happened (closed by
+    an error, where the contract maps a tool's end to tool-output-available), not that the part was left open."""
+    found = rules_ui.judge(answer(edit(T, failed_tool)), expected(T))
+    assert [v for v in found if v.requirement.startswith("UI-PROTO-")] == []
+    assert [v.requirement for v in found] == ["UI-003"], [str(v) for v in found]
+    assert "closed by tool-output-error" in found[0].message
+    assert "the controller is unreachable" in found[0].message
+    assert "open" not in found[0].message and "no tool-output-available" not in found[0].message
+    read = real_clients.ui([render(chunks(edit(T, failed_tool)))])[0]
+    assert read.ok, read.error
+    assert [p["state"] for p in read.detail["message"]["parts"] if p["type"].startswith("tool-")] == ["output-error"]
+
+
+def cut_tool(found: list[dict[str, Any]]) -> None:
+    """A call cut short announced only by its `tool-input-error` (no tool-input-start): `ai` makes the part of it."""
+    start = next(i for i, c in enumerate(found) if c["type"] == "tool-input-start")
+    tool = found[start]
+    del found[start : next(i for i, c in enumerate(found) if c["type"] == "finish-step")]
+    found.insert(start, {"type": "tool-input-error", "toolCallId": tool["toolCallId"], "toolName": tool["toolName"],
+                         "input": "{\"det", "errorText": "cut short", "providerExecuted": True})  # fmt: skip
+
+
+def test_a_tool_input_error_alone_is_the_protocols_and_the_contracts_business_apart():
+    """ai 6.0.325 accepts a tool-input-error of a call no chunk announced (it makes the part): no protocol violation;
+    the contract sends it only to close a call whose tool-input-start it sent (UI-003)."""
+    body = render(chunks(edit(T, cut_tool)))
+    found = rules_ui.judge(answer(body), None)
+    assert [v for v in found if v.requirement.startswith("UI-PROTO-")] == []
+    assert any(v.requirement == "UI-003" and "tool-input-error" in v.message for v in found), [str(v) for v in found]
+    assert real_clients.ui([body])[0].ok
+
+
+def test_the_readers_rejections_are_the_protocols_in_its_own_words():
+    """Each rejection of `ai`'s own reader is filed under the protocol rule it breaks, quoting `ai`; the stream's
+    own `error` chunk is no rejection."""
+    bodies = {
+        "UI-PROTO-001": answer(golden(P).replace('data: {"type":"start-step"}', "data: {start-step")),
+        "UI-PROTO-002": answer(edit(P, setting("text-delta", 1, id="other"))),
+        "UI-PROTO-003": answer(edit(T, delta_before_start)),
+    }
+    reads = real_clients.ui([a.raw for a in bodies.values()] + [golden(E)])
+    for (rule, broken), read in zip(bodies.items(), reads, strict=False):
+        rejection = rules_ui_protocol.reader_rejection(read.detail.get("error"), [])
+        assert rejection is not None and rejection.requirement == rule, (rule, read.error)
+        assert str(read.detail["error"]["message"])[:40] in rejection.message
+        assert rule in {v.requirement for v in rules_ui_protocol.judge(broken)}  # the rules see it too
+    error_chunk = reads[-1].detail.get("error")
+    assert error_chunk["name"] == "Error"
+    assert rules_ui_protocol.reader_rejection(error_chunk, [error_chunk["message"]]) is None
