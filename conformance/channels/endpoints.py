@@ -304,11 +304,23 @@ class AgUiRun(Endpoint):
 
 
 STREAMING: dict[str, Endpoint] = {e.name: e for e in (OpenAIChat(), OpenAIResponses(), UIStream(), AgUiRun())}
+# What an OpenAI channel serves unless its target lists fewer (channels.openai.endpoints), and the streaming endpoint
+# of each that has one.
+OPENAI_ENDPOINTS = ("chat_completions", "responses", "models")
+_OPENAI_STREAMING = {"openai_chat": "chat_completions", "openai_responses": "responses"}
+
+
+def served(endpoint: Endpoint, channels: dict[str, Any]) -> bool:
+    """Whether a target with these `channels` serves `endpoint` (an OpenAI one only when its endpoints list it)."""
+    if endpoint.channel not in channels:
+        return False
+    listed = channels[endpoint.channel].get("endpoints", OPENAI_ENDPOINTS) if endpoint.channel == "openai" else ()
+    return endpoint.name not in _OPENAI_STREAMING or _OPENAI_STREAMING[endpoint.name] in listed
 
 
 def declared(channels: dict[str, Any]) -> list[Endpoint]:
-    """The streaming endpoints of the channels a target declares, in a fixed order."""
-    return [endpoint for endpoint in STREAMING.values() if endpoint.channel in channels]
+    """The streaming endpoints a target declares, in a fixed order."""
+    return [endpoint for endpoint in STREAMING.values() if served(endpoint, channels)]
 
 
 @dataclass

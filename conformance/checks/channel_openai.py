@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from conformance.channels.client import ChannelClient
-from conformance.channels.endpoints import SESSION_HEADER, ChannelAnswer, Endpoint
+from conformance.channels.endpoints import SESSION_HEADER, STREAMING, ChannelAnswer, Endpoint, served
 from conformance.channels.real_clients import client_model_ids
 from conformance.checks import check
 from conformance.checks.blame import raise_if_blocked, unless_blocked
@@ -274,19 +274,23 @@ async def chat_whole(ctx: CheckContext) -> None:
 @check("channel_openai.errors")
 async def errors(ctx: CheckContext) -> None:
     chosen = endpoint(ctx, "openai_chat")
-    responses = endpoint(ctx, "openai_responses")
     channel = ChannelClient(ctx)
     plain = channel.request(chosen, "cs-plain", run=run_tag(ctx, "refused"))
-    answered = channel.request(responses, "cs-plain", run=run_tag(ctx, "refused-r"))
-    extra, unknown = {**answered, UNKNOWN_MEMBER: 1}, {**answered, "previous_response_id": f"resp_{uuid.uuid4().hex}"}
     cases: list[tuple[str, Any, int, str | None]] = [
         ("a model not listed", channel.post(chosen, {**plain, "model": UNKNOWN_MODEL}), 404, "model_not_found"),
         ("an unsupported member", channel.post(chosen, {**plain, UNKNOWN_MEMBER: 1}), 422, "unsupported_field"),
         ("a body that is not JSON", channel.post(chosen, b'{"model": '), 400, "invalid_json"),
         ("GET of chat/completions", channel.get("openai", "/chat/completions"), 405, None),
-        ("an unsupported member of a response", channel.post(responses, extra), 422, "unsupported_field"),
-        ("an unknown previous_response_id", channel.post(responses, unknown), 404, "previous_response_not_found"),
     ]
+    if served(STREAMING["openai_responses"], ctx.target.channels):  # a Chat Completions server may have no Responses
+        responses = endpoint(ctx, "openai_responses")
+        answered = channel.request(responses, "cs-plain", run=run_tag(ctx, "refused-r"))
+        extra = {**answered, UNKNOWN_MEMBER: 1}
+        unknown = {**answered, "previous_response_id": f"resp_{uuid.uuid4().hex}"}
+        cases += [
+            ("an unsupported member of a response", channel.post(responses, extra), 422, "unsupported_field"),
+            ("an unknown previous_response_id", channel.post(responses, unknown), 404, "previous_response_not_found"),
+        ]
     if ctx.env.users["main"].token is None:
         ctx.findings.not_testable("OPENAI-004", "the target authenticates nobody: no 401 could be asked for")
     else:

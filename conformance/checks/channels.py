@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from conformance.channels.client import ChannelClient
-from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint
+from conformance.channels.endpoints import OPENAI_ENDPOINTS, STREAMING, ChannelAnswer, Endpoint
 from conformance.checks import check
 from conformance.checks.blame import require_scripted, unless_blocked
 from conformance.checks.context import CheckContext
@@ -64,8 +64,16 @@ async def paths(ctx: CheckContext) -> None:
         await require_scripted(ctx, turn, "CHANNEL-001")
         ctx.findings.passed("CHANNEL-001", turn.answer.exchange, message=f"served on {turn.answer.endpoint.name}")
     if "openai" in ctx.target.channels:
-        models = await ChannelClient(ctx).get("openai", "/models")
-        ctx.findings.expect("CHANNEL-001", models.status == 200, f"{models.describe()}: expected 200", models)
+        listed = ctx.target.openai_endpoints
+        ctx.findings.expect(
+            "CHANNEL-001",
+            set(listed) == set(OPENAI_ENDPOINTS),
+            f"the OpenAI channel serves only {list(listed)} (channels.openai.endpoints); the contract's serves "
+            f"{list(OPENAI_ENDPOINTS)}",
+        )
+        if "models" in listed:
+            models = await ChannelClient(ctx).get("openai", "/models")
+            ctx.findings.expect("CHANNEL-001", models.status == 200, f"{models.describe()}: expected 200", models)
     if has_prefix and ctx.target.serves_gns3:
         undeclared = [c for c in CONTRACT_PATHS if c not in ctx.target.channels]
         for channel in undeclared:

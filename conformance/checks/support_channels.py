@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.channels.client import ChannelClient
-from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint, declared
+from conformance.channels.endpoints import STREAMING, ChannelAnswer, Endpoint, declared, served
 from conformance.channels.real_clients import ClientRead, read_ag_ui, read_openai_chat, read_openai_responses, read_ui
 from conformance.checks.context import CheckContext
 from conformance.checks.support import find_session, generation_started, history, wait_for
@@ -42,6 +42,8 @@ def endpoint(ctx: CheckContext, name: str) -> Endpoint:
     chosen = STREAMING[name]
     if chosen.channel not in ctx.target.channels:
         raise NotTestable(f"the target does not declare the channel {chosen.channel}")
+    if not served(chosen, ctx.target.channels):
+        raise NotTestable(f"the target's channels.{chosen.channel}.endpoints does not list {chosen.name}")
     return chosen
 
 

@@ -94,9 +94,19 @@ NOT_THE_SQLITE_FILE = (
 )
 
 
+# Derived by Target.capabilities from channels.openai.endpoints (all three by default): the Responses and the model
+# list rules of an OpenAI channel that does not serve that endpoint are N/A (Chat Completions is the channel itself).
+OPENAI_ENDPOINT_CAPABILITIES = {"responses": "openai_responses", "models": "openai_models"}
+
+
 def not_applicable(record: dict[str, Any], capabilities: set[str]) -> str | None:
     """Why a requirement does not apply to a target with `capabilities` (Target.capabilities), or None."""
     capability = record.get("capability")
+    endpoint = {cap: name for name, cap in OPENAI_ENDPOINT_CAPABILITIES.items()}.get(capability)
+    if endpoint and capability not in capabilities:
+        if "channel_openai" not in capabilities:
+            return "capability `channel_openai` not declared"
+        return f"the target's channels.openai.endpoints does not list {endpoint}"
     if capability == "db_access" and CHAT_DATA_IN_POSTGRESQL in capabilities:
         return NOT_THE_SQLITE_FILE
     if capability and capability not in capabilities:

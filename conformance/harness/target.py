@@ -12,8 +12,9 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
+from conformance.channels.endpoints import OPENAI_ENDPOINTS
 from conformance.errors import TargetError
-from conformance.harness.findings import CHAT_DATA_IN_POSTGRESQL
+from conformance.harness.findings import CHAT_DATA_IN_POSTGRESQL, OPENAI_ENDPOINT_CAPABILITIES
 
 __all__ = ["BUILTIN_TARGETS", "Baseline", "Target", "TargetError", "load_baseline", "load_target", "parse_target"]
 
@@ -145,11 +146,20 @@ class Target:
         `controller_auth` when the users log in through a GNS3-style controller: a rule of a channel the target does
         not serve, or of a controller it does not have, is N/A (conformance.harness.findings.not_applicable)."""
         derived = {f"channel_{name}" for name in self.channels}
+        if "openai" in self.channels:  # each OpenAI endpoint declared (all by default) is a capability of its rules
+            derived |= {
+                OPENAI_ENDPOINT_CAPABILITIES[e] for e in self.openai_endpoints if e in OPENAI_ENDPOINT_CAPABILITIES
+            }
         if self.auth["mode"] == "controller":
             derived.add("controller_auth")
         if self.database_engine == "postgresql":  # the per-project SQLite file's rules are N/A, with that reason
             derived.add(CHAT_DATA_IN_POSTGRESQL)
         return set(self.declarations.get("capabilities", [])) | derived
+
+    @property
+    def openai_endpoints(self) -> tuple[str, ...]:
+        """The OpenAI endpoints the target serves (channels.openai.endpoints; all three by default)."""
+        return tuple(self.channels.get("openai", {}).get("endpoints", OPENAI_ENDPOINTS))
 
     @property
     def database_engine(self) -> str:

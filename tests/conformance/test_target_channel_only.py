@@ -33,7 +33,7 @@ def problem(data) -> str:
 def test_a_minimal_channel_only_target_is_valid_and_declares_nothing_of_gns3():
     target = parse_target(channel_only())
     assert not target.serves_gns3 and target.default_profile == "protocol"
-    assert target.capabilities == {"channel_openai"}
+    assert target.capabilities == {"channel_openai", "openai_responses", "openai_models"}  # every endpoint
     assert target.auth == {"mode": "none"} and target.llm == {"mode": "preconfigured"}
     assert target.tools == {} and target.declarations == {}
     assert target.heartbeat_interval == DEFAULT_HEARTBEAT_INTERVAL and target.title_counts_in_stats is True
@@ -147,3 +147,38 @@ def test_a_channel_under_the_chat_prefix_still_needs_the_prefix_and_nothing_else
     )
     data["chat_prefix"] = "/v3/projects/{project_id}/chat"
     assert parse_target(data).default_profile == "protocol"
+
+
+def test_an_openai_server_of_chat_completions_alone_lists_its_endpoints():
+    """A server without /responses or /models says so; the rules of what it does not serve are N/A with the reason,
+    never a protocol failure, and the suite sends nothing there."""
+    from conformance.channels.endpoints import declared
+    from conformance.harness.findings import not_applicable
+    from gns3_copilot_spec import load_requirements
+
+    target = parse_target(channel_only(openai={"path": "/v1", "endpoints": ["chat_completions"]}))
+    assert target.capabilities == {"channel_openai"} and target.openai_endpoints == ("chat_completions",)
+    assert [e.name for e in declared(target.channels)] == ["openai_chat"]
+    records = {r["id"]: r for r in load_requirements()["requirements"]}
+    for rid in ("OPENAI-PROTO-007", "OPENAI-PROTO-008", "OPENAI-PROTO-009", "OPENAI-005", "OPENAI-006"):
+        assert not_applicable(records[rid], target.capabilities) == (
+            "the target's channels.openai.endpoints does not list responses"
+        ), rid
+    for rid in ("OPENAI-PROTO-010", "OPENAI-007"):
+        assert "does not list models" in not_applicable(records[rid], target.capabilities), rid
+    for rid in ("OPENAI-PROTO-002", "OPENAI-PROTO-006", "OPENAI-001"):
+        assert not_applicable(records[rid], target.capabilities) is None, rid
+    no_openai = parse_target(channel_only(ag_ui={"path": "/ag-ui"}))
+    assert (
+        not_applicable(records["OPENAI-PROTO-009"], no_openai.capabilities)
+        == "capability `channel_openai` not declared"
+    )
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "says"),
+    [([], "should be non-empty"), (["chat"], "is not one of"), (["models", "models"], "non-unique elements")],
+)
+def test_a_wrong_endpoints_list_is_refused_clearly(endpoints, says):
+    text = problem(channel_only(openai={"path": "/v1", "endpoints": endpoints}))
+    assert "endpoints" in text and says in text, text

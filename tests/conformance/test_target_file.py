@@ -56,6 +56,8 @@ def test_the_default_target_is_the_reference_server():
         "db_access",
         "channel_gns3",
         "channel_openai",
+        "openai_responses",  # its OpenAI channel serves every endpoint (channels.openai.endpoints left out)
+        "openai_models",
         "channel_ui",
         "channel_ag_ui",
         "controller_auth",  # its users log in through its GNS3-style controller (auth: controller)
