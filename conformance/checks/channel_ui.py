@@ -234,7 +234,7 @@ async def messages(ctx: CheckContext) -> None:
         got = [m.get("id") if isinstance(m, dict) else None for m in found]
         if ids is not None and got != ids:
             problems.append(f"the messages' ids are {got}; the history's user messages and answers begin {ids}")
-    ctx.findings.expect("UI-004", not problems, "; ".join(problems[:5]), listed)
+    ctx.findings.expect("UI-004", not problems, "; ".join(problems), listed)
     code = (json_or_none(unknown.body) or {}).get("code") if isinstance(json_or_none(unknown.body), dict) else None
     ctx.findings.expect(
         "UI-004",

@@ -26,7 +26,7 @@ async def schema(ctx: CheckContext) -> None:
         errors = [
             f"event {v.index} ({_kind(result.events[v.index])}): {v.message}" for v in event_violations(result.events)
         ]
-        ctx.findings.expect("EVENT-001", not errors, "; ".join(errors[:5]), result.exchange)
+        ctx.findings.expect("EVENT-001", not errors, "; ".join(errors), result.exchange)
 
 
 @check("events.session_ids")

@@ -132,7 +132,7 @@ async def order(ctx: CheckContext) -> None:
         "LIST-002",
         not problems,
         f"the listing of {len(sessions)} sessions is not ordered by pinned, updated_at, id (all descending): "
-        + "; ".join(problems[:4]),
+        + "; ".join(problems),
     )
     ties = {time_key(mine[s].get("updated_at")) for s in tied}
     if len(ties) == 1:  # the tie is visible: the id alone orders them

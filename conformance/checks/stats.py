@@ -144,6 +144,5 @@ async def concurrent_sessions(ctx: CheckContext) -> None:
         if not problems:
             ctx.findings.passed(requirement, message=f"all {CONCURRENT_SESSIONS} sessions exact{spread}")
             continue
-        more = f" (and {len(problems) - 3} more sessions)" if len(problems) > 3 else ""
-        message = f"{len(problems)} of {CONCURRENT_SESSIONS} sessions: " + "; ".join(problems[:3]) + more
+        message = f"{len(problems)} of {CONCURRENT_SESSIONS} sessions: " + "; ".join(problems)
         ctx.findings.expect(requirement, False, message)

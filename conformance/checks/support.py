@@ -337,6 +337,4 @@ def judge_stream_rules(ctx: CheckContext, results: list[StreamResult], requireme
             for r in results
             if any(v.requirement == requirement for v in r.frame_violations + r.rule_violations)
         ]
-        ctx.findings.expect(
-            requirement, not problems, "; ".join(problems[:5]), *(offending[:2] or [results[0].exchange])
-        )
+        ctx.findings.expect(requirement, not problems, "; ".join(problems), *(offending or [results[0].exchange]))

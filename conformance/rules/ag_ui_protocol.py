@@ -52,7 +52,7 @@ def framing(answer: ChannelAnswer) -> list[Violation]:
         # it also refuses what verifyEvents words "with 'subagentRunId: null'" (the field is a string or absent).
         problems = official.errors("ag_ui_event", event)
         if problems:
-            message = f"the event {short(event)} is invalid: {'; '.join(problems[:2])}"
+            message = f"the event {short(event)} is invalid: {'; '.join(problems)}"
             found.append(Violation(FORMAT, message, frame.index))
     return found
 

@@ -76,9 +76,7 @@ def frames(answer: ChannelAnswer) -> list[Violation]:
         problems = official.errors("ai_ui_message_chunk", chunk)
         if problems:
             found.append(
-                Violation(
-                    STREAM, f"the chunk {short(chunk)} is invalid for `ai`: {'; '.join(problems[:2])}", frame.index
-                )
+                Violation(STREAM, f"the chunk {short(chunk)} is invalid for `ai`: {'; '.join(problems)}", frame.index)
             )
     unfinished = answer.sse.unterminated.strip()
     if done and unfinished:
