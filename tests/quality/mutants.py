@@ -642,3 +642,4 @@ __all__ = ["MUTANTS", "Mutant"]
 # The second generation, made by a method (see each module's docstring), registers itself in MUTANTS too.
 from . import mutants_access, mutants_api, mutants_stream  # noqa: E402, F401, I001
 from . import mutants_channels  # noqa: E402, F401, I001  (the channel mutants: each with its `only` areas)
+from . import mutants_protocols  # noqa: E402, F401, I001  (the protocols' mutants: OPENAI-, UI-, AGUI-PROTO-*)

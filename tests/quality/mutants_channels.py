@@ -5,6 +5,10 @@ the conversation, client tools, disconnects and aborts). Each patches reference_
 turn reaches) in the mutant's process only, and names the conformance areas its run needs (`only`): the areas of
 its channel, and `channels` / `across_channels` when a rule of those is among its targets or consequences.
 Registered in tests/quality/mutants.py's MUTANTS by importing this module.
+
+A break of a protocol's own rule (a chunk without its id, no `[DONE]`, a frame its real client cannot parse) fails
+that protocol's rule (OPENAI-PROTO-*, UI-PROTO-*, AGUI-PROTO-*), not the contract's: each mutant names the voice of
+what it breaks. The protocol rules no break here reaches have their mutants in tests/quality/mutants_protocols.py.
 """
 
 from __future__ import annotations
@@ -55,7 +59,12 @@ def _translators() -> list[Any]:
 # --- OpenAI Chat Completions -----------------------------------------------------------------------------------
 
 
-@mutant("openai-chunk-without-id", "the chat.completion.chunk objects have no `id`", {"OPENAI-002"}, only=(OPENAI,))
+@mutant(
+    "openai-chunk-without-id",
+    "the chat.completion.chunk objects have no `id`",
+    {"OPENAI-PROTO-002"},  # ChatCompletionChunk.id is required
+    only=(OPENAI,),
+)
 def _openai_chunk_without_id() -> None:
     from reference_server.channels.openai_chat import ChatCompletionStream
 
@@ -69,7 +78,7 @@ def _openai_chunk_without_id() -> None:
 @mutant(
     "openai-chunk-ids-differ",
     "every chat.completion.chunk gets an `id` of its own (a new uuid per chunk)",
-    {"OPENAI-002"},
+    {"OPENAI-PROTO-002"},  # "Each chunk has the same ID"
     only=(OPENAI,),
 )
 def _openai_chunk_ids_differ() -> None:
@@ -85,7 +94,7 @@ def _openai_chunk_ids_differ() -> None:
 @mutant(
     "openai-no-done",
     "the chat completion stream ends without `data: [DONE]` (an in-stream error's too)",
-    {"OPENAI-002"},
+    {"OPENAI-PROTO-002"},  # the `openai` client's Stream reads until `data: [DONE]`
     only=(OPENAI,),
 )
 def _openai_no_done() -> None:
@@ -97,7 +106,7 @@ def _openai_no_done() -> None:
 @mutant(
     "openai-two-finish-chunks",
     'the turn\'s end is sent as two chunks with `finish_reason: "stop"`',
-    {"OPENAI-002"},
+    {"OPENAI-PROTO-003"},  # each choice ends with one chunk with a finish_reason
     only=(OPENAI,),
 )
 def _openai_two_finish_chunks() -> None:
@@ -165,7 +174,9 @@ def _openai_error_then_finish() -> None:
 @mutant(
     "openai-refusals-in-contract-body",
     "the OpenAI channel refuses with the contract's `{message, code}` body instead of OpenAI's error envelope",
-    {"OPENAI-004"},
+    # the body is not OpenAI's `{"error": <ErrorObject>}` (the protocol's), so no contract status, type and code
+    # reaches the client in it (the contract's)
+    {"OPENAI-004", "OPENAI-PROTO-006"},
     # every refusal the other rules judge is read in OpenAI's envelope: unsupported members, the failed turn's 502,
     # an unknown previous response
     {"OPENAI-001", "OPENAI-003", "OPENAI-005"},
@@ -228,7 +239,8 @@ def _openai_models_without_gns3_copilot() -> None:
 @mutant(
     "openai-models-not-served",
     "GET .../openai/v1/models is not served (404): the OpenAI client cannot list the model",
-    {"CHANNEL-001", "OPENAI-007"},
+    {"CHANNEL-001", "OPENAI-PROTO-010"},  # the channel's path not served; the protocol's model list not answered
+    {"OPENAI-007"},  # not reached: its check stops when the list is not answered
     only=(OPENAI, SHARED),
 )
 def _openai_models_not_served() -> None:
@@ -247,7 +259,7 @@ def _openai_models_not_served() -> None:
 @mutant(
     "responses-sequence-gap",
     "the Responses stream's sequence_number skips a number after the opening events",
-    {"OPENAI-006"},
+    {"OPENAI-PROTO-009"},  # sequence_number increases by one (it still starts at 0, as OPENAI-006 adds)
     only=(OPENAI,),
 )
 def _responses_sequence_gap() -> None:
@@ -298,7 +310,7 @@ def _responses_metadata_without_session() -> None:
 @mutant(
     "ui-no-stream-header",
     "the UI message stream is answered without `x-vercel-ai-ui-message-stream: v1`",
-    {"UI-002"},
+    {"UI-PROTO-001"},  # the protocol's header (the contract's own, cache-control and x-accel-buffering, are kept)
     only=(UI,),
 )
 def _ui_no_stream_header() -> None:
@@ -307,7 +319,25 @@ def _ui_no_stream_header() -> None:
     ui_stream.UI_STREAM_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
-@mutant("ui-no-done", "the UI message stream ends without `data: [DONE]`", {"UI-002"}, only=(UI,))
+@mutant(
+    "ui-stream-may-be-buffered",
+    "the UI message stream is answered without `cache-control: no-cache` and `x-accel-buffering: no` (a proxy may "
+    "hold it back)",
+    {"UI-002"},  # the contract's headers; the protocol's own (x-vercel-ai-ui-message-stream: v1) is kept
+    only=(UI,),
+)
+def _ui_stream_may_be_buffered() -> None:
+    import reference_server.channels.ui_stream as ui_stream
+
+    ui_stream.UI_STREAM_HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
+
+
+@mutant(
+    "ui-no-done",
+    "the UI message stream ends without `data: [DONE]`",
+    {"UI-PROTO-001"},  # "The stream ends with a special [DONE] marker"
+    only=(UI,),
+)
 def _ui_no_done() -> None:
     import reference_server.channels.ui_stream as ui_stream
 
@@ -426,7 +456,13 @@ def _ui_chat_id_ignored() -> None:
 # --- AG-UI -----------------------------------------------------------------------------------------------------
 
 
-@mutant("agui-crlf-framing", "the AG-UI frames end their lines with CRLF", {"AGUI-002"}, only=(AG_UI,))
+@mutant(
+    "agui-crlf-framing",
+    "the AG-UI frames end their lines with CRLF",
+    {"AGUI-002"},  # the contract's frames are LF only
+    {"AGUI-PROTO-001"},  # @ag-ui/client's HttpAgent splits events on "\n\n" only: it cannot parse the run
+    only=(AG_UI,),
+)
 def _agui_crlf_framing() -> None:
     import reference_server.channels.ag_ui as ag_ui
     from reference_server.turns.sse import data_frame
@@ -434,7 +470,12 @@ def _agui_crlf_framing() -> None:
     ag_ui.data_frame = lambda payload: data_frame(payload).replace("\n", "\r\n")
 
 
-@mutant("agui-done-frame", "the AG-UI run ends with an OpenAI-style `data: [DONE]` frame", {"AGUI-002"}, only=(AG_UI,))
+@mutant(
+    "agui-done-frame",
+    "the AG-UI run ends with an OpenAI-style `data: [DONE]` frame",
+    {"AGUI-PROTO-001"},  # every data: event is a JSON AG-UI event; HttpAgent fails to parse `[DONE]`
+    only=(AG_UI,),
+)
 def _agui_done_frame() -> None:
     from reference_server.channels.ag_ui import AgUiStream
     from reference_server.turns.sse import DONE_FRAME
@@ -448,7 +489,7 @@ def _agui_done_frame() -> None:
 @mutant(
     "agui-no-run-finished",
     "the AG-UI run ends without RUN_FINISHED",
-    {"AGUI-003"},
+    {"AGUI-003", "AGUI-PROTO-002"},  # the protocol's run never ends; the contract's end (usage, thread, run) is missing
     {"AGUI-001"},  # the run's end no longer echoes the request's runId
     only=(AG_UI,),
 )
@@ -480,7 +521,7 @@ def _agui_run_error_without_code() -> None:
     "agui-run-id-not-echoed",
     "the run's events carry a runId of the server's, not the request's",
     {"AGUI-001"},
-    {"AGUI-002"},  # RUN_STARTED, the stream's first event, is judged against the request too (as HttpAgent does)
+    {"AGUI-002"},  # the contract's RUN_STARTED names the request's thread and run (AG-UI itself does not ask it)
     only=(AG_UI,),
 )
 def _agui_run_id_not_echoed() -> None:
