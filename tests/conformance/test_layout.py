@@ -75,9 +75,7 @@ def _checks_imports(path: Path) -> set[str]:
 @pytest.mark.parametrize("support", sorted(SUPPORT))
 def test_a_support_module_serves_at_least_two_areas(support):
     """A module split off one area for its size alone is that area's, not support: it says nothing shared."""
-    users = sorted(
-        p.stem for p in CHECKS_DIR.glob("*.py") if p.stem not in NOT_AREAS and support in _checks_imports(p)
-    )
+    users = sorted(p.stem for p in CHECKS_DIR.glob("*.py") if p.stem not in NOT_AREAS and support in _checks_imports(p))
     assert len(users) >= 2, f"{support}.py is used by the areas {users}: fold it into its area"
 
 
