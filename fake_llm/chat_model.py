@@ -1,8 +1,9 @@
 """The fake LLM in-process: a LangChain chat model that plays scripts (FAKELLM-001..005).
 
 It streams `AIMessageChunk`s with `tool_call_chunks` (id and name on a call's first chunk, then argument
-fragments, as OpenAI streams them) and a last chunk carrying `usage_metadata`, so LangChain assembles the same
-message, tool calls and usage that `ChatOpenAI` assembles from the HTTP server.
+fragments, as OpenAI streams them; or as the step's stream shape cuts them, playback.py) and a last chunk
+carrying the finish reason and `usage_metadata` (none for the usage shape `absent`), so LangChain assembles the
+same message, tool calls and usage that `ChatOpenAI` assembles from the HTTP server.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -23,12 +25,29 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
 from fake_llm.errors import ScriptedFailure
-from fake_llm.playback import FailNow, Pause, Piece, TextDelta, ToolCallDelta, pieces
+from fake_llm.playback import (
+    EmptyDelta,
+    FailNow,
+    Finish,
+    Pause,
+    Piece,
+    TextDelta,
+    ToolCallBatch,
+    ToolCallDelta,
+    UsageReport,
+    pieces,
+)
 from fake_llm.request_log import RequestLog
-from fake_llm.scripts import ScriptLibrary
+from fake_llm.scripts import ScriptLibrary, Usage
 from fake_llm.selection import Message, Selection, request_digest, select_and_record
 
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    chunk: ChatGenerationChunk
+    token: str | None  # the text of a text delta, for on_llm_new_token
 
 
 def _text(message: BaseMessage) -> str:
@@ -88,24 +107,49 @@ class FakeScriptedChatModel(BaseChatModel):
     def _chunk(self, piece: Piece, message_id: str) -> ChatGenerationChunk:
         if isinstance(piece, TextDelta):
             return ChatGenerationChunk(message=AIMessageChunk(content=piece.text, id=message_id))
-        assert isinstance(piece, ToolCallDelta)
-        tool_chunk = {"name": piece.name, "args": piece.arguments, "id": piece.id, "index": piece.index}
-        return ChatGenerationChunk(message=AIMessageChunk(content="", id=message_id, tool_call_chunks=[tool_chunk]))
+        if isinstance(piece, EmptyDelta):
+            return ChatGenerationChunk(message=AIMessageChunk(content="", id=message_id))
+        assert isinstance(piece, ToolCallDelta | ToolCallBatch)
+        deltas = piece.deltas if isinstance(piece, ToolCallBatch) else (piece,)
+        tool_chunks = [{"name": d.name, "args": d.arguments, "id": d.id, "index": d.index} for d in deltas]
+        return ChatGenerationChunk(message=AIMessageChunk(content="", id=message_id, tool_call_chunks=tool_chunks))
 
-    def _last_chunk(self, selection: Selection, message_id: str) -> ChatGenerationChunk:
-        usage = selection.step.usage  # exactly the step's usage, as usage_metadata (FAKELLM-005)
+    def _last_chunk(self, finish: Finish, usage: Usage | None, message_id: str) -> ChatGenerationChunk:
+        """The finish and the usage in one last chunk: LangChain has no usage-only chunk, so the usage shapes
+        `final_chunk` and `in_finish_chunk` both end here; `absent` leaves usage_metadata out (FAKELLM-005)."""
+        counts = None
+        if usage is not None:
+            counts = {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "total_tokens": usage.total_tokens,
+            }
         message = AIMessageChunk(
             content="",
             id=message_id,
             chunk_position="last",
-            usage_metadata={
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "total_tokens": usage.total_tokens,
-            },
-            response_metadata={"finish_reason": selection.step.finish_reason, "model_name": self.model_name},
+            usage_metadata=counts,
+            response_metadata={"finish_reason": finish.reason, "model_name": self.model_name},
         )
         return ChatGenerationChunk(message=message)
+
+    def _playable(self, selection: Selection, message_id: str) -> Iterator[Pause | FailNow | Rendered]:
+        """The step's pieces as chunks, the finish and its usage merged into the last one; pauses and failures
+        are left to the caller (sync or async)."""
+        finish: Finish | None = None
+        usage: Usage | None = None
+        for piece in pieces(selection.step):
+            if isinstance(piece, Pause | FailNow):
+                yield piece
+            elif isinstance(piece, Finish):
+                finish, usage = piece, piece.usage
+            elif isinstance(piece, UsageReport):
+                usage = piece.usage
+            else:
+                token = piece.text if isinstance(piece, TextDelta) else None
+                yield Rendered(self._chunk(piece, message_id), token)
+        if finish is not None:
+            yield Rendered(self._last_chunk(finish, usage, message_id), None)
 
     def _message_id(self, selection: Selection, reduced: list[Message]) -> str:
         step = "title" if selection.is_title else str(selection.step_index)
@@ -125,17 +169,15 @@ class FakeScriptedChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         selection, reduced = self._select(messages, kwargs)
         message_id = self._message_id(selection, reduced)
-        for piece in pieces(selection.step):
-            if isinstance(piece, Pause):
-                time.sleep(piece.seconds)
+        for item in self._playable(selection, message_id):
+            if isinstance(item, Pause):
+                time.sleep(item.seconds)
                 continue
-            if isinstance(piece, FailNow):
-                raise self._failure(piece, selection)
-            chunk = self._chunk(piece, message_id)
-            if run_manager and isinstance(piece, TextDelta):
-                run_manager.on_llm_new_token(piece.text, chunk=chunk)
-            yield chunk
-        yield self._last_chunk(selection, message_id)
+            if isinstance(item, FailNow):
+                raise self._failure(item, selection)
+            if run_manager and item.token is not None:
+                run_manager.on_llm_new_token(item.token, chunk=item.chunk)
+            yield item.chunk
 
     async def _astream(
         self,
@@ -146,17 +188,15 @@ class FakeScriptedChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         selection, reduced = self._select(messages, kwargs)
         message_id = self._message_id(selection, reduced)
-        for piece in pieces(selection.step):
-            if isinstance(piece, Pause):
-                await asyncio.sleep(piece.seconds)
+        for item in self._playable(selection, message_id):
+            if isinstance(item, Pause):
+                await asyncio.sleep(item.seconds)
                 continue
-            if isinstance(piece, FailNow):
-                raise self._failure(piece, selection)
-            chunk = self._chunk(piece, message_id)
-            if run_manager and isinstance(piece, TextDelta):
-                await run_manager.on_llm_new_token(piece.text, chunk=chunk)
-            yield chunk
-        yield self._last_chunk(selection, message_id)
+            if isinstance(item, FailNow):
+                raise self._failure(item, selection)
+            if run_manager and item.token is not None:
+                await run_manager.on_llm_new_token(item.token, chunk=item.chunk)
+            yield item.chunk
 
     def _generate(
         self,

@@ -1,7 +1,9 @@
-"""`python -m fake_llm serve` (or `fake-llm serve`): run the fake LLM as an OpenAI-compatible server."""
+"""`python -m fake_llm serve` (or `fake-llm serve`): run the fake LLM as an OpenAI-compatible server;
+`python -m fake_llm scripts export DIR`: write its built-in scripts (stream shapes included) into a folder."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 from pathlib import Path
 
@@ -57,3 +59,23 @@ def serve(host: str, port: int, folders: tuple[Path, ...], log_level: str) -> No
     click.echo(f"fake-llm listening on http://{host}:{actual_port}/v1 ({len(library.names())} scripts)", err=False)
     config = uvicorn.Config(create_app(library), log_level=log_level, timeout_graceful_shutdown=2)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+@main.group()
+def scripts() -> None:
+    """The built-in scripts."""
+
+
+@scripts.command("export")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def export_scripts(folder: Path) -> None:
+    """Copy every built-in script file into FOLDER, as shipped (for a fake LLM elsewhere, or to read them)."""
+    library = ScriptLibrary.from_folders()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in library.names():
+            source = Path(library.get(name).source)
+            shutil.copyfile(source, folder / source.name)
+    except OSError as error:
+        raise click.ClickException(f"cannot write the scripts to {folder}: {error}") from error
+    click.echo(f"wrote {len(library.names())} scripts to {folder}")

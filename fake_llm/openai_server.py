@@ -1,8 +1,10 @@
 """The fake LLM over HTTP: an OpenAI-compatible chat-completions server, plus a control API for tests.
 
 OpenAI conventions followed (../shared/notes/protocols.md): `chat.completion.chunk` frames, tool-call deltas
-with `index` (id and name on the first delta only), a finish chunk, a final usage chunk that is **always**
-sent (clients pointed at a custom base URL rarely ask for it), `data: [DONE]`, and errors in OpenAI's shape.
+with `index` (id and name on a call's first delta), a finish chunk, a final usage chunk sent whether or not the
+request asked for it (clients pointed at a custom base URL rarely ask for it), `data: [DONE]`, and errors in
+OpenAI's shape. A step's stream shape (playback.py) may cut the deltas otherwise, move the usage into the
+finish chunk or leave it out.
 Scripted failures carry `x-should-retry: false` unless the script allows retries, so that one generation is
 one request even behind the OpenAI client's automatic retries.
 """
@@ -18,9 +20,19 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from fake_llm.errors import ScriptFileError, ScriptSelectionError
-from fake_llm.playback import FailNow, Pause, TextDelta, ToolCallDelta, pieces
+from fake_llm.playback import (
+    EmptyDelta,
+    FailNow,
+    Finish,
+    Pause,
+    TextDelta,
+    ToolCallBatch,
+    ToolCallDelta,
+    UsageReport,
+    pieces,
+)
 from fake_llm.request_log import RequestLog
-from fake_llm.scripts import ScriptLibrary, Step, parse_script
+from fake_llm.scripts import ScriptLibrary, Usage, parse_script
 from fake_llm.selection import Message, Selection, request_digest, select_and_record
 
 MODEL_ID = "fake-model"
@@ -42,8 +54,7 @@ def _message_text(content: Any) -> str:
     return ""
 
 
-def _usage(step: Step) -> dict[str, int]:
-    u = step.usage
+def _usage(u: Usage) -> dict[str, int]:
     return {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens, "total_tokens": u.total_tokens}
 
 
@@ -66,24 +77,35 @@ def _chunk(
     return f"data: {json.dumps(body, separators=(',', ':'))}\n\n"
 
 
-def _tool_delta(piece: ToolCallDelta) -> dict[str, Any]:
+def _tool_call(piece: ToolCallDelta) -> dict[str, Any]:
     call: dict[str, Any] = {"index": piece.index, "function": {"arguments": piece.arguments}}
     if piece.id is not None:
         call.update(id=piece.id, type="function")
         call["function"]["name"] = piece.name
-    return {"tool_calls": [call]}
+    return call
+
+
+def _tool_delta(piece: ToolCallDelta | ToolCallBatch) -> dict[str, Any]:
+    deltas = piece.deltas if isinstance(piece, ToolCallBatch) else (piece,)
+    return {"tool_calls": [_tool_call(delta) for delta in deltas]}
 
 
 async def _stream(selection: Selection, completion_id: str, model: str) -> AsyncIterator[str]:
-    step = selection.step
     yield _chunk(completion_id, model, {"role": "assistant", "content": ""})
-    for piece in pieces(step):
+    for piece in pieces(selection.step):
         if isinstance(piece, Pause):
             await asyncio.sleep(piece.seconds)
         elif isinstance(piece, TextDelta):
             yield _chunk(completion_id, model, {"content": piece.text})
-        elif isinstance(piece, ToolCallDelta):
+        elif isinstance(piece, ToolCallDelta | ToolCallBatch):
             yield _chunk(completion_id, model, _tool_delta(piece))
+        elif isinstance(piece, EmptyDelta):
+            yield _chunk(completion_id, model, {})
+        elif isinstance(piece, Finish):
+            usage = _usage(piece.usage) if piece.usage is not None else None
+            yield _chunk(completion_id, model, {}, finish=piece.reason, usage=usage)
+        elif isinstance(piece, UsageReport):  # whatever the request asked (FAKELLM-005)
+            yield _chunk(completion_id, model, None, usage=_usage(piece.usage))
         elif isinstance(piece, FailNow):
             error = {
                 "message": selection.failure_message(piece.failure, mid_stream=True),
@@ -93,8 +115,6 @@ async def _stream(selection: Selection, completion_id: str, model: str) -> Async
             }
             yield f"data: {json.dumps({'error': error})}\n\n"
             return
-    yield _chunk(completion_id, model, {}, finish=step.finish_reason)
-    yield _chunk(completion_id, model, None, usage=_usage(step))  # always, whatever the request asked (FAKELLM-005)
     yield "data: [DONE]\n\n"
 
 
@@ -106,14 +126,17 @@ def _completion(selection: Selection, completion_id: str, model: str) -> dict[st
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json}}
             for c in step.tool_calls
         ]
-    return {
+    completion = {
         "id": completion_id,
         "object": "chat.completion",
         "created": 0,
         "model": model,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": step.finish_reason}],
-        "usage": _usage(step),
+        "usage": _usage(step.usage),
     }
+    if not step.reports_usage:  # the stream shape `usage: absent`; the rest of the shape means nothing here
+        del completion["usage"]
+    return completion
 
 
 def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = None) -> FastAPI:

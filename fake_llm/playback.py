@@ -1,13 +1,14 @@
 """What a selected step streams, in order, as neutral pieces that the model and the HTTP server both render.
 
-Keeping the sequence in one place is what makes the in-process model and the server equivalent.
+Keeping the sequence in one place is what makes the in-process model and the server equivalent: the step's
+`stream` shape (spec/fake-llm/README.md, "Stream shapes") is decided here and nowhere else.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fake_llm.scripts import Failure, Step
+from fake_llm.scripts import Failure, Step, Usage
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,37 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True)
+class ToolCallBatch:
+    """Several tool-call deltas in one chunk (shape `one_chunk`)."""
+
+    deltas: tuple[ToolCallDelta, ...]
+
+
+@dataclass(frozen=True)
+class EmptyDelta:
+    """A chunk that carries nothing (`delta: {}`), as some providers send between pieces."""
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: str
+    usage: Usage | None = None  # set only for the usage shape `in_finish_chunk`
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """The usage after the finish (shape `final_chunk`, the default)."""
+
+    usage: Usage
+
+
+@dataclass(frozen=True)
 class FailNow:
     failure: Failure
 
 
-Piece = Pause | TextDelta | ToolCallDelta | FailNow
+Piece = Pause | TextDelta | ToolCallDelta | ToolCallBatch | EmptyDelta | Finish | UsageReport | FailNow
+Delta = TextDelta | ToolCallDelta | ToolCallBatch
 
 
 def failure_before_streaming(step: Step) -> Failure | None:
@@ -43,9 +70,37 @@ def failure_before_streaming(step: Step) -> Failure | None:
     return None
 
 
+def _call_deltas(step: Step) -> list[Delta]:
+    """The tool calls cut as the step's shape says."""
+    calls = list(enumerate(step.tool_calls))
+    shape = step.stream.tool_calls
+    if shape == "whole":
+        return [ToolCallDelta(index=i, id=c.id, name=c.name, arguments=c.arguments_json) for i, c in calls]
+    if shape == "one_chunk":
+        whole = tuple(ToolCallDelta(index=i, id=c.id, name=c.name, arguments=c.arguments_json) for i, c in calls)
+        return [ToolCallBatch(whole)] if whole else []
+    heads: list[Delta] = [ToolCallDelta(index=i, id=c.id, name=c.name, arguments="") for i, c in calls]
+    fragments = [[ToolCallDelta(index=i, arguments=f) for f in c.fragments()] for i, c in calls]
+    if shape == "interleaved":  # every call's head, then one fragment of each call in turn
+        longest = max((len(f) for f in fragments), default=0)
+        return heads + [f[n] for n in range(longest) for f in fragments if n < len(f)]
+    return [delta for head, rest in zip(heads, fragments, strict=True) for delta in (head, *rest)]  # fragments
+
+
+def _ending(step: Step) -> list[Piece]:
+    shape = step.stream.usage
+    if shape == "in_finish_chunk":
+        return [Finish(step.finish_reason, step.usage)]
+    if shape == "absent":
+        return [Finish(step.finish_reason)]
+    return [Finish(step.finish_reason), UsageReport(step.usage)]
+
+
 def pieces(step: Step) -> list[Piece]:
-    """The step as it streams: delay, text chunks, tool-call deltas, with a mid-stream failure where asked."""
+    """The step as it streams: delay, text chunks, tool-call deltas (with a mid-stream failure where asked),
+    then the finish and the usage, as the step's stream shape cuts them."""
     between = Pause(step.delay_between_ms / 1000) if step.delay_between_ms else None
+    empty = [EmptyDelta()] if step.stream.empty_deltas else []
     out: list[Piece] = []
     if step.delay_before_ms:
         out.append(Pause(step.delay_before_ms / 1000))
@@ -56,16 +111,13 @@ def pieces(step: Step) -> list[Piece]:
             return out + [FailNow(mid_stream)]
         if sent and between:
             out.append(between)
-        out.append(TextDelta(chunk))
+        out += [TextDelta(chunk), *empty]
         sent += 1
     if mid_stream is not None:
         return out + [FailNow(mid_stream)]
-    for index, call in enumerate(step.tool_calls):
-        if (sent or index) and between:
+    for delta in _call_deltas(step):
+        if sent and between:
             out.append(between)
-        out.append(ToolCallDelta(index=index, id=call.id, name=call.name, arguments=""))
-        for fragment in call.fragments():
-            if between:
-                out.append(between)
-            out.append(ToolCallDelta(index=index, arguments=fragment))
-    return out
+        out += [delta, *empty]
+        sent += 1
+    return out + _ending(step)

@@ -59,6 +59,20 @@ class ToolCall:
         return [text[i : i + self.fragment_size] for i in range(0, len(text), self.fragment_size)]
 
 
+TOOL_CALL_SHAPES = ("fragments", "whole", "one_chunk", "interleaved")
+USAGE_SHAPES = ("final_chunk", "in_finish_chunk", "absent")
+
+
+@dataclass(frozen=True)
+class StreamShape:
+    """How a generation's deltas are cut (the schema's `ScriptStreamShape`); the defaults are the historic stream."""
+
+    tool_calls: str = "fragments"  # one of TOOL_CALL_SHAPES
+    usage: str = "final_chunk"  # one of USAGE_SHAPES
+    empty_deltas: bool = False
+    finish_reason: str | None = None  # None: tool_calls when the step has calls, else stop
+
+
 @dataclass(frozen=True)
 class Step:
     usage: Usage
@@ -67,6 +81,7 @@ class Step:
     delay_before_ms: int = 0
     delay_between_ms: int = 0
     fail: Failure | None = None
+    stream: StreamShape = StreamShape()
 
     @property
     def text(self) -> str:
@@ -74,7 +89,13 @@ class Step:
 
     @property
     def finish_reason(self) -> str:
+        if self.stream.finish_reason is not None:
+            return self.stream.finish_reason
         return "tool_calls" if self.tool_calls else "stop"
+
+    @property
+    def reports_usage(self) -> bool:
+        return self.stream.usage != "absent"
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,7 @@ def _step(data: Mapping[str, Any]) -> Step:
         delay_before_ms=data.get("delay_before_ms", 0),
         delay_between_ms=data.get("delay_between_ms", 0),
         fail=Failure(**data["fail"]) if "fail" in data else None,
+        stream=StreamShape(**data.get("stream", {})),
     )
 
 

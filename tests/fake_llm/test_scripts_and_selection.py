@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm.errors import ScriptFileError, ScriptSelectionError
-from fake_llm.playback import FailNow, Pause, TextDelta, ToolCallDelta, pieces
+from fake_llm.playback import FailNow, Finish, Pause, TextDelta, ToolCallDelta, UsageReport, pieces
 from fake_llm.scripts import BUILTIN_DIR, ScriptLibrary, load_script_file, parse_script
 from fake_llm.selection import Message, select, tag_for
 
@@ -148,7 +148,13 @@ def test_playback_chunks_fragments_parallel_calls_and_delays():
             ]
         )
     )
-    assert pieces(spaced.steps[0]) == [TextDelta("a"), Pause(0.05), TextDelta("b")]
+    assert pieces(spaced.steps[0]) == [
+        TextDelta("a"),
+        Pause(0.05),
+        TextDelta("b"),
+        Finish("stop"),
+        UsageReport(spaced.steps[0].usage),
+    ]
 
 
 def test_playback_mid_stream_failure_after_n_chunks():
