@@ -36,10 +36,7 @@ def _usage(payload: Any, keys: tuple[str, str, str]) -> Usage | None:
 
 def _dicts(answer: ChannelAnswer) -> list[dict[str, Any]]:
     """The JSON objects of the answer's data frames, in order ([DONE] and broken frames left out)."""
-    if answer.sse is None:
-        return []
-    payloads = (frame.json() for frame in answer.sse.messages if not frame.is_done)
-    return [payload for payload in payloads if payload is not INVALID and isinstance(payload, dict)]
+    return [payload for _, payload in answer.sse.json_objects()] if answer.sse else []
 
 
 class Endpoint:

@@ -179,12 +179,7 @@ class _Walk:
 
 def events(answer: ChannelAnswer) -> list[tuple[int, dict[str, Any]]]:
     """The answer's events as HttpAgent reads them: each data: frame's JSON object, in order."""
-    found = []
-    for frame in answer.sse.messages if answer.sse else []:
-        event = frame.json()
-        if event is not INVALID and isinstance(event, dict):
-            found.append((frame.index, event))
-    return found
+    return answer.sse.json_objects() if answer.sse else []
 
 
 def order(answer: ChannelAnswer) -> list[Violation]:

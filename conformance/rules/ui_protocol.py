@@ -89,14 +89,7 @@ def frames(answer: ChannelAnswer) -> list[Violation]:
 
 def chunks(answer: ChannelAnswer) -> list[tuple[int, dict[str, Any]]]:
     """(frame index, chunk) of every event whose data is a JSON object, up to `[DONE]`: what `ai` reads."""
-    found = []
-    for frame in answer.sse.messages if answer.sse else []:
-        if frame.is_done:
-            break
-        chunk = frame.json()
-        if chunk is not INVALID and isinstance(chunk, dict):
-            found.append((frame.index, chunk))
-    return found
+    return answer.sse.json_objects(until_done=True) if answer.sse else []
 
 
 def grammar(found: list[tuple[int, dict[str, Any]]]) -> list[Violation]:

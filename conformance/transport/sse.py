@@ -73,6 +73,19 @@ class SseBody:
     def comments(self) -> list[Frame]:
         return [frame for frame in self.frames if frame.is_comment]
 
+    def json_objects(self, *, until_done: bool = False) -> list[tuple[int, dict[str, Any]]]:
+        """(frame index, object) of every data frame whose data is a JSON object, in order: what a protocol's
+        client reads (a `[DONE]`, a comment and data that is no JSON object are no object; `until_done`: stop at
+        the first `[DONE]`, as a client does that ends there)."""
+        found = []
+        for frame in self.messages:
+            if until_done and frame.is_done:
+                break
+            value = frame.json()
+            if value is not _INVALID and isinstance(value, dict):
+                found.append((frame.index, value))
+        return found
+
 
 def _field(line: str) -> tuple[str, str]:
     """A line's field name and value (a comment's name is empty)."""
