@@ -222,20 +222,7 @@ def _rewrite_ag_ui_events(change) -> None:
     only=(AG_UI,),
 )
 def _agui_text_content_after_end() -> None:
-    def change(stream, events):
-        ended = stream.__dict__.setdefault("_mutant_ended_early", set())
-        out = []
-        for event in events:
-            kind, message = event["type"], event.get("messageId")
-            if kind == "TEXT_MESSAGE_END" and message in ended:
-                continue  # ended already, after its first delta
-            out.append(event)
-            if kind == "TEXT_MESSAGE_CONTENT" and message not in ended:
-                ended.add(message)
-                out.append({"type": "TEXT_MESSAGE_END", "messageId": message})
-        return out
-
-    _rewrite_ag_ui_events(change)
+    _rewrite_ag_ui_events(_ended_after_first("TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "messageId"))
 
 
 @mutant(
@@ -246,20 +233,27 @@ def _agui_text_content_after_end() -> None:
     only=(AG_UI,),
 )
 def _agui_tool_args_after_end() -> None:
+    _rewrite_ag_ui_events(_ended_after_first("TOOL_CALL_ARGS", "TOOL_CALL_END", "toolCallId"))
+
+
+def _ended_after_first(delta: str, end: str, key: str):
+    """A rewrite of the AG-UI events that ends each message or call (by `key`) right after its first `delta` event
+    and drops its own `end` event: its later deltas then follow its end."""
+
     def change(stream, events):
         ended = stream.__dict__.setdefault("_mutant_ended_early", set())
         out = []
         for event in events:
-            kind, call = event["type"], event.get("toolCallId")
-            if kind == "TOOL_CALL_END" and call in ended:
-                continue  # ended already, after its first arguments
+            kind, ident = event["type"], event.get(key)
+            if kind == end and ident in ended:
+                continue  # ended already, after its first delta
             out.append(event)
-            if kind == "TOOL_CALL_ARGS" and call not in ended:
-                ended.add(call)
-                out.append({"type": "TOOL_CALL_END", "toolCallId": call})
+            if kind == delta and ident not in ended:
+                ended.add(ident)
+                out.append({"type": end, key: ident})
         return out
 
-    _rewrite_ag_ui_events(change)
+    return change
 
 
 @mutant(
