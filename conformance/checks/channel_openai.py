@@ -431,7 +431,7 @@ async def models(ctx: CheckContext) -> None:
         found.append(f"the answer is not {{object: list, data: [...]}}: {short(listed.body or '')}")
         data = []
     for model in data:
-        found += [f"a model invalid for Model: {e}" for e in official.errors("openai_model", model)[:2]]
+        found += [f"a model invalid for Model: {e}" for e in official.errors("openai_model", model)]
     ids = [m.get("id") for m in data if isinstance(m, dict)]
     read = await asyncio.to_thread(client_model_ids, listed.body or "")
     if isinstance(read, str):

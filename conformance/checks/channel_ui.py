@@ -223,7 +223,7 @@ async def messages(ctx: CheckContext) -> None:
         ctx.findings.require(False, "UI-004", f"GET .../{session_id}/messages answered {listed.status}", listed)
     found = json_or_none(listed.body)
     ctx.findings.require(isinstance(found, list), "UI-004", f"the answer is not a JSON array: {listed.body[:300]}")
-    problems += [f"invalid for `ai`'s UIMessage[] schema: {e}" for e in official.errors("ai_ui_messages", found)[:3]]
+    problems += [f"invalid for `ai`'s UIMessage[] schema: {e}" for e in official.errors("ai_ui_messages", found)]
     validated = (await validate_ui_messages([found]))[0]
     if not validated.get("ok"):
         problems.append(f"`ai`'s validateUIMessages rejects the messages: {validated.get('error')}")

@@ -99,7 +99,7 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
         else:
             if error_at is not None:
                 found.append(Violation(ERROR, f"a chunk after the error frame: {short(payload)}", frame.index))
-            for problem in official.errors("openai_chat_completion_chunk", payload)[:2]:
+            for problem in official.errors("openai_chat_completion_chunk", payload):
                 found.append(Violation(P_STREAM, f"not a ChatCompletionChunk: {problem}", frame.index))
             chunks.append((frame.index, payload))
     found += _identity(chunks) + _choices_rules(chunks, failed=error_at is not None)
@@ -123,7 +123,7 @@ def _error_frame(payload: dict[str, Any], index: int, expected: ExpectedTurn | N
     error = payload.get("error")
     if not isinstance(error, dict):
         return [Violation(ERROR, f"the error frame is not {{error: <ErrorObject>}}: {short(payload)}", index)]
-    found = [Violation(ERROR, f"the error frame: /error{p}", index) for p in error_object_problems(error)[:2]]
+    found = [Violation(ERROR, f"the error frame: /error{p}", index) for p in error_object_problems(error)]
     if set(payload) != {"error"}:
         found.append(Violation(ERROR, f"the error frame holds more than `error`: {sorted(payload)}", index))
     if expected is not None and expected.fails and error.get("code") != "llm_error":

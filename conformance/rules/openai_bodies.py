@@ -109,7 +109,7 @@ def completion_problems(answer: ChannelAnswer, text: str) -> list[Violation]:
     payload = json_or_none(answer.exchange.body)
     found = [
         Violation(P_COMPLETION, f"not a ChatCompletion: {e}")
-        for e in official.errors("openai_chat_completion", payload)[:3]
+        for e in official.errors("openai_chat_completion", payload)
     ]
     if not isinstance(payload, dict):
         return found or [Violation(P_COMPLETION, f"the answer is not a JSON object: {short(answer.exchange.body)}")]
@@ -153,9 +153,7 @@ def error_problems(exchange: Exchange, status: int, code: str | None) -> list[Vi
     if got is None or not 400 <= got <= 599:
         return [Violation("OPENAI-004", f"answered {exchange.outcome}, not {status}: {short(exchange.body or '')}")]
     payload = json_or_none(exchange.body or "")
-    found += [
-        Violation(P_ERROR, f"not the OpenAI error body: {p}") for p in rules_openai.error_body_problems(payload)[:3]
-    ]
+    found += [Violation(P_ERROR, f"not the OpenAI error body: {p}") for p in rules_openai.error_body_problems(payload)]
     if got != status:
         found.append(
             Violation("OPENAI-004", f"answered {exchange.outcome}, not {status}: {short(exchange.body or '')}")
@@ -178,7 +176,7 @@ def response_problems(answer: ChannelAnswer, text: str, refused: str = P_RESPONS
     if answer.status != 200 or answer.streamed:
         return [Violation(refused, f"the response was not answered 200 with a Response: {answer.describe()}")]
     payload = json_or_none(answer.exchange.body)
-    found = [Violation(P_RESPONSE, f"not a Response: {e}") for e in official.errors("openai_response", payload)[:3]]
+    found = [Violation(P_RESPONSE, f"not a Response: {e}") for e in official.errors("openai_response", payload)]
     if not isinstance(payload, dict):
         return found or [Violation(P_RESPONSE, f"the answer is not a JSON object: {short(answer.exchange.body)}")]
     metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}

@@ -71,7 +71,7 @@ def judge_responses(answer: ChannelAnswer, expected: ExpectedTurn | None) -> lis
             continue
         if frame.event is not None and frame.event != payload.get("type"):
             found.append(Violation(P_EVENTS, f"`event: {frame.event}` names another type than {payload.get('type')!r}"))
-        for problem in official.errors("openai_response_stream_event", payload)[:2]:
+        for problem in official.errors("openai_response_stream_event", payload):
             found.append(Violation(P_EVENTS, f"not a ResponseStreamEvent: {problem}", frame.index))
         events.append((frame.index, payload))
     if not events:
