@@ -39,5 +39,10 @@ def portable_path(path: str, root: Path = ROOT) -> str:
 
 
 def portable(text: str, root: Path = ROOT) -> str:
-    """`text` with every absolute path of this machine made portable (portable_path)."""
+    """`text` with every absolute path of this machine made portable (portable_path). The repository's own paths
+    go first: it may sit under a first folder the pattern does not know (a CI runner's /check/...)."""
+    for base in sorted({str(root.resolve()).rstrip("/"), str(root).rstrip("/")}, key=len, reverse=True):
+        text = re.sub(
+            re.escape(base) + r"(?:/|(?![\w-]|\.\w))", lambda match: "" if match.group(0).endswith("/") else ".", text
+        )
     return _LOCAL.sub(lambda match: portable_path(match.group(0), root), text)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html as html_text
 import json
 import re
+from pathlib import Path
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
@@ -246,6 +247,15 @@ def test_a_findings_document_names_no_absolute_path_of_the_machine(tmp_path):
 )
 def test_local_paths_are_made_portable(text, expected):
     assert portable(text) == expected
+
+
+def test_the_repository_is_made_relative_wherever_it_sits():
+    """A CI runner cloned the repository under /check/work/main, a first folder no pattern knows: the findings
+    document kept its absolute target path in the reproduce command."""
+    root = Path("/check/work/main")
+    text = "--target /check/work/main/peers/targets/x.yaml; File /check/work/main/.cache/y.py; in /check/work/main."
+    assert portable(text, root) == "--target peers/targets/x.yaml; File .cache/y.py; in .."
+    assert portable("/check/work/main-old/x", root) == "/check/work/main-old/x"  # another folder, not the root
 
 
 def test_a_conformance_json_written_before_the_two_voices_gets_them_from_the_registry(data):

@@ -1,10 +1,9 @@
 """Variants of the reference server on which a check's scenario does not happen, after preflight has passed:
-the model is down, a tool call ends the turn in an error instead of running, the slow tool returns at once,
-the stream arrives in one piece at the end. They prove that the suite then says NOT TESTABLE (or blames the rule
-the variant really breaks), and never PASSes a requirement on a scenario that did not happen
-(tests/quality/test_scenario_missing.py). Preflight's own turns (their message starts with "Preflight") are
-served normally, so the run gets past preflight as it would on a server that degrades later.
-Applied like the mutants, by `python -m tests.quality.mutant_server NAME`."""
+the model is down, a tool call ends the turn in an error instead of running, the stream arrives in one piece at the
+end. They prove that the suite then says NOT TESTABLE (or blames the rule the variant really breaks), and never
+PASSes a requirement on a scenario that did not happen (tests/quality/test_scenario_missing.py). Preflight's own
+turns (their message starts with "Preflight") are served normally, so the run gets past preflight as it would on a
+server that degrades later. Applied like the mutants, by `python -m tests.quality.mutant_server NAME`."""
 
 from __future__ import annotations
 
@@ -92,26 +91,6 @@ def _tool_turns_fail() -> None:
     _mark_check_turns()
 
 
-def _slow_tool_quick() -> None:
-    """The wait tool waits the first time it runs (preflight's turn measures it slow), then returns at once."""
-    import asyncio
-
-    import reference_server.agent.tools as tools
-
-    calls: list[float] = []
-
-    class QuickAsyncio:
-        def __getattr__(self, name):
-            return getattr(asyncio, name)
-
-        @staticmethod
-        async def sleep(seconds, *args, **kwargs):
-            calls.append(seconds)
-            return await asyncio.sleep(seconds if len(calls) == 1 else 0, *args, **kwargs)
-
-    tools.asyncio = QuickAsyncio()
-
-
 def _stream_in_one_piece() -> None:
     """The server holds every event of a check's turn and sends them all when the turn has ended."""
     from reference_server.agent.turn import Turn
@@ -140,11 +119,6 @@ PREVENTERS = {
             "tool-turns-fail-after-preflight",
             "no tool runs in a check's turn: a tool call ends the turn in an error",
             _tool_turns_fail,
-        ),
-        Preventer(
-            "slow-tool-quick-after-preflight",
-            "the slow tool returns at once in a check's turn, so nothing can land while it runs",
-            _slow_tool_quick,
         ),
         Preventer(
             "stream-in-one-piece-after-preflight",
