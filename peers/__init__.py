@@ -30,30 +30,34 @@ REPO = Path(__file__).resolve().parents[1]
 @dataclass(frozen=True)
 class Peer:
     name: str
-    """The distribution on PyPI, also the key of PEERS and the name of its cache folder."""
+    """The key of PEERS (`--peer NAME`), also the name of its project folder in a run's workdir."""
+    distribution: str
+    """What is installed: the distribution on PyPI (or the npm package, for a Node peer); the name of its cache folder
+    and of its pin list. Several peers may share one (one package's two adapters)."""
     version: str
     app: str
     """The module, run with the peer's python, that serves our agent with the peer (peers/apps/)."""
     target: str
     """Its target file peers/targets/<target>.yaml (also the name of its reports)."""
     extras: str = ""
-    """The peer's own pip extras, e.g. "fastapi" for ag-ui-langgraph's endpoint."""
+    """The distribution's own pip extras, e.g. "fastapi" for ag-ui-langgraph's endpoint."""
     extra: tuple[str, ...] = ()
     """What our agent's modules need in the peer's environment beyond what the peer pulls in (versions from
     requirements/lock.txt)."""
 
     @property
     def requirement(self) -> str:
-        return f"{self.name}[{self.extras}]=={self.version}" if self.extras else f"{self.name}=={self.version}"
+        name = self.distribution
+        return f"{name}[{self.extras}]=={self.version}" if self.extras else f"{name}=={self.version}"
 
     @property
     def requirements_file(self) -> Path:
         """The committed pin list: the peer and everything installed with it, exact versions."""
-        return Path(__file__).with_name(f"requirements-{self.name}-{self.version}.txt")
+        return Path(__file__).with_name(f"requirements-{self.distribution}-{self.version}.txt")
 
     @property
     def venv(self) -> Path:
-        return REPO / ".cache" / "peers" / self.name / "venv"
+        return REPO / ".cache" / "peers" / self.distribution / "venv"
 
     @property
     def python(self) -> Path:
@@ -72,8 +76,24 @@ _AGENT = ("langchain-openai", "pyyaml", "jsonschema", "typing-extensions", "uvic
 PEERS: dict[str, Peer] = {
     peer.name: peer
     for peer in (
-        Peer("langgraph-openai-serve", "0.31.0", "peers.apps.openai_serve", "langgraph-openai-serve-0.31", "", _AGENT),
-        Peer("ag-ui-langgraph", "0.0.47", "peers.apps.ag_ui", "ag-ui-langgraph-0.0.47", "fastapi", _AGENT),
+        Peer(
+            "langgraph-openai-serve",
+            "langgraph-openai-serve",
+            "0.31.0",
+            "peers.apps.openai_serve",
+            "langgraph-openai-serve-0.31",
+            "",
+            _AGENT,
+        ),
+        Peer(
+            "ag-ui-langgraph",
+            "ag-ui-langgraph",
+            "0.0.47",
+            "peers.apps.ag_ui",
+            "ag-ui-langgraph-0.0.47",
+            "fastapi",
+            _AGENT,
+        ),
     )
 }
 

@@ -70,7 +70,7 @@ def _ensure(peer: Peer) -> Path:
             f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
         )
     (peer.venv / STAMP).write_text(fingerprint(peer))
-    print(f"installed {peer.name} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    print(f"installed {peer.distribution} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     return peer.python
 
 

@@ -24,7 +24,7 @@ SKIPPED = ("pip==", "setuptools==", "wheel==")
 
 def resolve_pins(peer: Peer) -> Path:
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=f"peer-{peer.name}-pins-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"peer-{peer.distribution}-pins-") as tmp:
         venv.EnvBuilder(with_pip=True).create(tmp)
         python = str(Path(tmp) / "bin" / "python")
         pip = [python, "-m", "pip", "--disable-pip-version-check"]
