@@ -44,6 +44,10 @@ class Peer:
     extra: tuple[str, ...] = ()
     """What our agent's modules need in the peer's environment beyond what the peer pulls in (versions from
     requirements/lock.txt)."""
+    runtime: str = "python"
+    """"python": a PyPI distribution in its own virtual environment, serving with an app of peers/apps/; "node":
+    an npm package, pinned by peers/node/<name>/package-lock.json, installed with `npm ci` into
+    .cache/peers/<distribution>/node, and served by `node` running `app`, a module of peers/node/<name>/."""
 
     @property
     def requirement(self) -> str:
@@ -66,6 +70,16 @@ class Peer:
     @property
     def target_file(self) -> Path:
         return Path(__file__).with_name("targets") / f"{self.target}.yaml"
+
+    @property
+    def node_package(self) -> Path:
+        """A Node peer's package in the repository: package.json (exact versions), package-lock.json, its modules."""
+        return Path(__file__).with_name("node") / self.name
+
+    @property
+    def node_home(self) -> Path:
+        """Where a Node peer's lock is installed (a copy of package.json and the lock, node_modules beside them)."""
+        return REPO / ".cache" / "peers" / self.distribution / "node"
 
 
 # Our agent imports langchain-openai (its model client), PyYAML and jsonschema (the fake LLM's script library that
@@ -94,6 +108,10 @@ PEERS: dict[str, Peer] = {
             "fastapi",
             _AGENT,
         ),
+        # The `ai` package's own UI message stream server (Node): our tools written again in JS (its tools.mjs,
+        # checked against ours by tests/peers/test_node_peer_tools.py), its model the fake LLM through
+        # @ai-sdk/openai-compatible; the versions are those of peers/node/ai-server/package.json.
+        Peer("ai-server", "ai", "6.0.325", "server.mjs", "ai-6.0.325", runtime="node"),
     )
 }
 

@@ -5,10 +5,16 @@
 own stack (langgraph, langchain-core, langchain-openai, openai, pydantic, ...) is exactly the reference server's
 and only the peer differs; then writes its `pip freeze` (without pip, setuptools and wheel). Commit the result;
 `peers.install.ensure` installs exactly that list.
+
+A Node peer is pinned by npm itself: its package.json (peers/node/<name>/) names exact versions, and
+`npm install --package-lock-only` there rewrites its package-lock.json without installing anything (so no
+node_modules lands in the repository). To move a Node peer to other versions, edit its package.json, then run
+`python -m peers.pins <name>`; commit both files.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +28,21 @@ LOCK = REPO / "requirements" / "lock.txt"
 SKIPPED = ("pip==", "setuptools==", "wheel==")
 
 
+def resolve_node_lock(peer: Peer) -> Path:
+    """npm resolves the lock of the package.json's exact versions, writing package-lock.json only."""
+    npm = shutil.which("npm") or sys.exit(f"{peer.name} is a Node peer: npm is needed to resolve its lock")
+    command = [npm, "install", "--package-lock-only", "--no-audit", "--no-fund", "--ignore-scripts"]
+    result = subprocess.run(command, cwd=peer.node_package, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command[1:])} in {peer.node_package} failed:\n{result.stdout}{result.stderr}")
+    lock = peer.node_package / "package-lock.json"
+    print(f"wrote {lock}")
+    return lock
+
+
 def resolve_pins(peer: Peer) -> Path:
+    if peer.runtime == "node":
+        return resolve_node_lock(peer)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"peer-{peer.distribution}-pins-") as tmp:
         venv.EnvBuilder(with_pip=True).create(tmp)

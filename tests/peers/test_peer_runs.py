@@ -15,7 +15,7 @@ import yaml
 import gns3_copilot_spec as spec
 from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
-from peers.install import ensure
+from peers.install import ensure, installed
 from tests.readme import readme_command
 
 pytestmark = pytest.mark.slow  # installs and judges the peers: left out of `python3 tasks.py test --quick`
@@ -77,5 +77,5 @@ def test_the_install_only_command_installs_both_peers_and_runs_nothing():
     command = readme_command("python3 tasks.py peers --install-only")
     completed = subprocess.run([sys.executable, *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    assert all(get_peer(name).python.exists() for name in PEERS)
+    assert all(installed(get_peer(name)) is not None for name in PEERS)  # a venv's python, a Node peer's modules
     assert "peers.run" not in completed.stdout  # nothing was judged

@@ -22,7 +22,7 @@ import pytest
 from conformance.harness.machine_load import stretched
 from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
-from peers.install import ensure, installed
+from peers.install import ensure, home, installed
 
 pytestmark = pytest.mark.slow  # installs and serves the peers: left out of `python3 tasks.py test --quick`
 
@@ -70,7 +70,25 @@ def _ag_ui_turn(base_url: str, channel: dict) -> dict:
     return {"texts": list(texts.values()), "frames": [e["type"] for e in events if e["type"] != "RAW"]}
 
 
-TURNS = {"openai": _openai_turn, "ag_ui": _ag_ui_turn}
+def _ui_turn(base_url: str, channel: dict) -> dict:
+    """The body useChat's DefaultChatTransport posts; the UI message stream's text parts, joined per id."""
+    message = {"id": "user-1", "role": "user", "parts": [{"type": "text", "text": f"Is the lab healthy? {PLAIN}"}]}
+    body = {"id": "chat-1", "messages": [message], "trigger": "submit-message", "messageId": "user-1"}
+    chunks = []
+    with httpx.Client(trust_env=False, timeout=20) as http:
+        with http.stream("POST", base_url + channel["path"], json=body) as r:
+            r.raise_for_status()
+            for line in r.iter_lines():
+                if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                    chunks.append(json.loads(line[5:]))
+    texts: dict[str, str] = {}
+    for chunk in chunks:
+        if chunk["type"] == "text-delta":
+            texts[chunk["id"]] = texts.get(chunk["id"], "") + chunk["delta"]
+    return {"texts": list(texts.values()), "frames": [c["type"] for c in chunks]}
+
+
+TURNS = {"openai": _openai_turn, "ag_ui": _ag_ui_turn, "ui": _ui_turn}
 
 
 def _children(pid: int) -> set[int]:
@@ -154,7 +172,7 @@ def _inside(peer_name: str, workdir: Path) -> dict:
 def test_installing_a_peer_twice_installs_it_once():
     for peer in PEERS.values():
         python = ensure(peer)  # needs the package registry the first time; cached in .cache/peers/ afterwards
-        assert python == peer.python and installed(peer) == python
+        assert python == home(peer) and installed(peer) == python  # a Node peer's: its node_modules
         started = time.monotonic()
         assert ensure(peer) == python
         assert time.monotonic() - started < stretched(1), "an unchanged pin list must not reinstall"
