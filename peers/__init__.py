@@ -86,6 +86,10 @@ class Peer:
 # reference_server.agent.llm_factory imports) and typing-extensions; the apps serve with uvicorn. ag-ui-langgraph's
 # endpoint needs FastAPI, which it declares as its extra `fastapi`.
 _AGENT = ("langchain-openai", "pyyaml", "jsonschema", "typing-extensions", "uvicorn")
+# pydantic-ai serves our tools, not our graph: its agent calls its own OpenAI model client, so only the tools' module
+# (langchain-core) and what the apps import of ours (PyYAML, jsonschema) come beside it. Its extras: `ag-ui` (the
+# AG-UI adapter), `ui` (Starlette, for the Vercel AI adapter's requests), `openai` (its OpenAI chat model).
+_PYDANTIC_AI_TOOLS = ("langchain-core", "pyyaml", "jsonschema", "typing-extensions", "uvicorn")
 
 PEERS: dict[str, Peer] = {
     peer.name: peer
@@ -107,6 +111,24 @@ PEERS: dict[str, Peer] = {
             "ag-ui-langgraph-0.0.47",
             "fastapi",
             _AGENT,
+        ),
+        Peer(
+            "pydantic-ai-ag-ui",
+            "pydantic-ai-slim",
+            "2.78.0",
+            "peers.apps.pydantic_ai_ag_ui",
+            "pydantic-ai-ag-ui-2.78",
+            "ag-ui,ui,openai",
+            _PYDANTIC_AI_TOOLS,
+        ),
+        Peer(
+            "pydantic-ai-vercel-ai",
+            "pydantic-ai-slim",
+            "2.78.0",
+            "peers.apps.pydantic_ai_vercel_ai",
+            "pydantic-ai-vercel-ai-2.78",
+            "ag-ui,ui,openai",
+            _PYDANTIC_AI_TOOLS,
         ),
         # The `ai` package's own UI message stream server (Node): our tools written again in JS (its tools.mjs,
         # checked against ours by tests/peers/test_node_peer_tools.py), its model the fake LLM through
