@@ -49,13 +49,19 @@ from conformance.rules.openai_requests import (
     session_metadata,
     with_instructions,
 )
+from conformance.rules.scenarios import PARALLEL_SHAPES, TOOL_SHAPES, TURNS, USAGE_SHAPES
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import Exchange, json_or_none
 
-CHAT_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
-WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error"]
-# cs-parallel: text, then tool calls in the same generation (a server failing that fails OPENAI-PROTO-009).
-RESPONSES_SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-llm-error", "cs-mid-stream-error"]
+# With every cut of the deltas providers send (SHAPES): a model that reports no usage still gets its usage chunk.
+CHAT_SCENARIOS = TURNS
+WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error", "cs-text-then-tool", "cs-no-usage"]
+# cs-parallel and cs-text-then-tool: text, then tool calls in the same generation (OPENAI-PROTO-009 on a server
+# that fails it); with no usage reported, and with the calls' other cuts.
+RESPONSES_SCENARIOS = [
+    "cs-plain", "cs-tool", "cs-parallel", "cs-llm-error", "cs-mid-stream-error", *TOOL_SHAPES, *PARALLEL_SHAPES,
+    *USAGE_SHAPES,
+]  # fmt: skip
 
 
 def scenario_label(script: str) -> str:

@@ -24,10 +24,12 @@ from conformance.rules import official
 from conformance.rules import ui as rules_ui
 from conformance.rules import ui_protocol as rules_ui_protocol
 from conformance.rules.expected import ExpectedTurn, expected_turn
+from conformance.rules.scenarios import TURNS
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import json_or_none
 
-SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+# With every cut of the deltas providers send (conformance.rules.scenarios.SHAPES).
+SCENARIOS = TURNS
 TEMPERATURE = 0.7
 # What channel_ui.stream judges over each streamed turn: the protocol's own rules, then the contract's additions.
 JUDGED = rules_ui_protocol.RULES | rules_ui.RULES
@@ -75,7 +77,11 @@ def client_violations(read: ClientRead, expected: ExpectedTurn, answer: ChannelA
     tools = _tool_parts(read.detail.get("message"))
     got = [(str(p.get("type"))[5:], p.get("state"), p.get("input"), p.get("providerExecuted")) for p in tools]
     want = [(call.name, "output-available", call.arguments, True) for call in expected.tool_calls]
-    if got != want:
+    if [(name, given) for name, _, given, _ in got] != [(name, given) for name, _, given, _ in want]:
+        # the calls as the client's message holds them, each with the model's input (UI-PROTO-005)
+        message = f"`ai` assembled the tool parts {short(got)}; the model made {short(want)}"
+        found.append(Violation(rules_ui_protocol.CALLS, message))
+    elif got != want:  # each part provider-executed with its output: the contract's mapping of a server's tool
         found.append(Violation("UI-003", f"`ai` assembled the tool parts {short(got)}; expected {short(want)}"))
     return found
 

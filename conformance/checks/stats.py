@@ -12,6 +12,7 @@ from conformance.checks.context import CheckContext
 from conformance.checks.support import history, scenario_or, setup_turn, turn, worker_name
 from conformance.checks.support_stats import settled_stats_problems, stats_problems
 from conformance.errors import NotTestable
+from conformance.rules.scenarios import USAGE_SHAPES
 
 
 async def _judge_stats(ctx: CheckContext, session_id: str, requirements: list[str], *, what: str) -> None:
@@ -39,6 +40,16 @@ async def tool_turn(ctx: CheckContext) -> None:
     session = ctx.session_id()
     await turn(ctx, "STATS-001", session, "cs-tool")
     await _judge_stats(ctx, session, ["STATS-001", "STATS-002", "STATS-003"], what="one tool turn")
+
+
+@check("stats.usage_shapes")
+async def usage_shapes(ctx: CheckContext) -> None:
+    """A model that reports no usage counts no tokens (nothing is estimated), and usage that comes on the finish
+    chunk, not after it, counts as any other."""
+    session = ctx.session_id()
+    for script in USAGE_SHAPES:
+        await turn(ctx, "STATS-001", session, script)
+    await _judge_stats(ctx, session, ["STATS-001", "STATS-002", "STATS-003"], what="turns of usage absent, on finish")
 
 
 @check("stats.multi_turn")

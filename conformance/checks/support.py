@@ -19,6 +19,7 @@ from conformance.checks.turns import describe, served
 from conformance.errors import BlockedBy, NotTestable
 from conformance.harness.machine_load import stretched
 from conformance.rules.operations import Operation
+from conformance.rules.scenarios import TURNS
 from conformance.transport.exchanges import Exchange, json_or_none
 from conformance.transport.sse import parse
 
@@ -299,7 +300,9 @@ async def timed(awaitable: Awaitable[Any]) -> tuple[Any, float]:
 
 # --- judging whole streams by the rules of conformance.rules.stream_events --------------------------------------------
 
-SCENARIOS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error"]
+# The shapes (conformance.rules.scenarios.SHAPES) too: a server that serves a provider's other cut of the deltas
+# otherwise is judged here as in every other turn.
+SCENARIOS = TURNS
 
 
 async def scenario_streams(ctx: CheckContext, names: list[str] = SCENARIOS) -> list[StreamResult]:

@@ -19,6 +19,7 @@ from conformance.checks.support import find_session, generation_started, history
 from conformance.checks.turns import Turn, run_tag
 from conformance.errors import NotTestable
 from conformance.rules.expected import ExpectedTurn
+from conformance.rules.scenarios import script_named_in
 from conformance.rules.violations import Violation
 from conformance.transport.exchanges import json_or_none
 from gns3_copilot_generated.constants import CHANNEL_PATHS
@@ -53,11 +54,12 @@ def record(ctx: CheckContext, violations: list[Violation], answer: ChannelAnswer
     by_rule: dict[str, list[str]] = {}
     for violation in violations:
         by_rule.setdefault(violation.requirement, []).append(str(violation))
+    # The turn's scenario, named by the fake-LLM tag of its request: which cut of the deltas a violation came from.
+    scenario = script_named_in(answer.exchange.request_body)
+    where = f"{answer.endpoint.name} ({scenario})" if scenario else answer.endpoint.name
     for requirement in sorted(judged | set(by_rule)):
         messages = by_rule.get(requirement, [])
-        ctx.findings.expect(
-            requirement, not messages, f"{answer.endpoint.name}: " + "; ".join(messages), answer.exchange
-        )
+        ctx.findings.expect(requirement, not messages, f"{where}: " + "; ".join(messages), answer.exchange)
 
 
 async def usage_violations(ctx: CheckContext, turn: Turn, requirement: str = "CHANNEL-008") -> list[Violation]:

@@ -7,12 +7,13 @@ from conformance.checks import check
 from conformance.checks.blame import require_served, require_turn
 from conformance.checks.context import CheckContext
 from conformance.checks.support import judge_stream_rules, rule_problems, scenario_streams
-from conformance.rules.scenarios import UNKNOWN_TOOL
+from conformance.rules.scenarios import PARALLEL_SHAPES, TOOL_SHAPES, UNKNOWN_TOOL
 
 
 @check("tool_calls.accumulation")
 async def accumulation(ctx: CheckContext) -> None:
-    results = await scenario_streams(ctx, ["cs-tool", "cs-parallel", "cs-failing-tool"])
+    # Every cut of a call's deltas a provider sends (whole, several calls in one chunk, interleaved, after text).
+    results = await scenario_streams(ctx, ["cs-tool", "cs-parallel", "cs-failing-tool", *TOOL_SHAPES, *PARALLEL_SHAPES])
     for result in results:
         await require_served(
             ctx,
@@ -50,17 +51,22 @@ def _completed_calls(events: list[dict]) -> list[dict]:
 
 @check("tool_calls.parallel")
 async def parallel(ctx: CheckContext) -> None:
-    result = await ctx.client.stream({"message": ctx.message("cs-parallel")})
-    await require_turn(ctx, result, "TOOLCALL-006")
-    completed = [call.get("id") for call in _completed_calls(result.events)]
-    started = [e.get("tool_call_id") for e in result.events if e.get("type") == "tool_start"]
-    ends = [e for e in result.events if e.get("type") == "tool_end"]
-    problems = rule_problems([result], "TOOLCALL-006")
-    if sorted(completed) != ["call_cs_p1", "call_cs_p2"]:
-        problems.append(f"completed calls {completed}, expected call_cs_p1 and call_cs_p2, each once")
-    if len(ends) != 2 or (None not in started and sorted(started) != ["call_cs_p1", "call_cs_p2"]):
-        problems.append(f"started {started} and {len(ends)} tool_end events, expected both calls started and ended")
-    ctx.findings.expect("TOOLCALL-006", not problems, "; ".join(problems), result.exchange)
+    """Parallel calls as providers cut them: one after the other, both in one chunk, their fragments interleaved."""
+    for script in ["cs-parallel", *(s for s in PARALLEL_SHAPES if s in ctx.env.scripts)]:
+        result = await ctx.client.stream({"message": ctx.message(script)})
+        await require_turn(ctx, result, "TOOLCALL-006")
+        ids = sorted(call["id"] for call in ctx.env.scripts[script]["steps"][0]["tool_calls"])
+        completed = [call.get("id") for call in _completed_calls(result.events)]
+        started = [e.get("tool_call_id") for e in result.events if e.get("type") == "tool_start"]
+        ends = [e for e in result.events if e.get("type") == "tool_end"]
+        problems = rule_problems([result], "TOOLCALL-006")
+        if sorted(completed) != ids:
+            problems.append(f"{script}: completed calls {completed}, expected {' and '.join(ids)}, each once")
+        if len(ends) != 2 or (None not in started and sorted(started) != ids):
+            problems.append(
+                f"{script}: started {started} and {len(ends)} tool_end events, expected both calls started and ended"
+            )
+        ctx.findings.expect("TOOLCALL-006", not problems, "; ".join(problems), result.exchange)
 
 
 @check("tool_calls.failing_tool")

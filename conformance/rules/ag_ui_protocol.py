@@ -1,4 +1,4 @@
-"""The rules of AG-UI 1.0 itself (AGUI-PROTO-001..005), judged over one recorded answer; the contract's additions are
+"""The rules of AG-UI 1.0 itself (AGUI-PROTO-001..006), judged over one recorded answer; the contract's additions are
 conformance/rules/ag_ui.py's.
 
 Sources, as each rule's comment cites them: the AG-UI 1.0 specification (docs.ag-ui.com/spec/1.0: events/lifecycle
@@ -13,6 +13,8 @@ suite never fails a server for a stream the protocol's own validator accepts.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from conformance.rules import official
@@ -21,9 +23,10 @@ from conformance.transport.sse import INVALID
 
 if TYPE_CHECKING:
     from conformance.channels.endpoints import ChannelAnswer
+    from conformance.rules.expected import ExpectedTurn
 
-FORMAT, RUN, TEXT, TOOL, END = (f"AGUI-PROTO-00{n}" for n in range(1, 6))
-PROTOCOL = frozenset({FORMAT, RUN, TEXT, TOOL, END})
+FORMAT, RUN, TEXT, TOOL, END, CALLS = (f"AGUI-PROTO-00{n}" for n in range(1, 7))
+PROTOCOL = frozenset({FORMAT, RUN, TEXT, TOOL, END, CALLS})
 TERMINAL = ("RUN_FINISHED", "RUN_ERROR")
 
 
@@ -187,11 +190,122 @@ def order(answer: ChannelAnswer) -> list[Violation]:
     return _Walk().walk(events(answer))
 
 
-def judge(answer: ChannelAnswer) -> list[Violation]:
-    """Every violation of AGUI-PROTO-001..005 in one recorded answer."""
+def judge(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
+    """Every violation of AGUI-PROTO-001..006 in one recorded answer (AGUI-PROTO-006 with the script's turn)."""
     if answer.sse is None:
         return framing(answer)
-    return framing(answer) + order(answer)
+    return framing(answer) + order(answer) + tool_calls(answer, expected)
+
+
+@dataclass
+class ShownCall:
+    """One tool call as the events show it: where it started, its arguments' deltas, where it ended and got its
+    result (event indexes)."""
+
+    name: Any
+    started: int
+    arguments: str = ""
+    deltas: int = 0
+    ended: int | None = None
+    result: int | None = None
+
+
+def shown_calls(found: list[tuple[int, dict[str, Any]]]) -> dict[Any, ShownCall]:
+    """The tool calls of the events, in the order they started. TOOL_CALL_CHUNK is read as the client expands it
+    (spec 1.0 events, ToolCallChunk: the first chunk of a call starts it, each delta is an ARGS, the call ends when
+    the stream switches to another call or to another event)."""
+    calls: dict[Any, ShownCall] = {}
+    chunked: Any = None  # the call TOOL_CALL_CHUNK events are streaming
+
+    def close_chunked(index: int) -> None:
+        nonlocal chunked
+        if chunked is not None and calls[chunked].ended is None:
+            calls[chunked].ended = index
+        chunked = None
+
+    for index, event in found:
+        kind, call_id = event.get("type"), short(event.get("toolCallId"))
+        if kind == "TOOL_CALL_CHUNK":
+            call_id = call_id if event.get("toolCallId") is not None else chunked
+            if call_id != chunked:
+                close_chunked(index)
+                chunked = call_id
+            kind = "TOOL_CALL_START" if call_id not in calls else ("TOOL_CALL_ARGS" if event.get("delta") else "")
+            if kind == "TOOL_CALL_START" and event.get("delta"):
+                calls[call_id] = ShownCall(event.get("toolCallName"), index)
+                kind = "TOOL_CALL_ARGS"
+        elif kind != "TOOL_CALL_RESULT" or call_id == chunked:
+            close_chunked(index)
+        call = calls.get(call_id)
+        if kind == "TOOL_CALL_START" and call is None:
+            calls[call_id] = ShownCall(event.get("toolCallName"), index)
+        elif call is None:
+            continue
+        elif kind == "TOOL_CALL_ARGS" and call.ended is None:
+            call.arguments += event["delta"] if isinstance(event.get("delta"), str) else ""
+            call.deltas += 1
+        elif kind == "TOOL_CALL_END" and call.ended is None:
+            call.ended = index
+        elif kind == "TOOL_CALL_RESULT" and call.result is None:
+            call.result = index
+    close_chunked(found[-1][0] + 1 if found else 0)
+    return calls
+
+
+def tool_calls(answer: ChannelAnswer, expected: ExpectedTurn | None) -> list[Violation]:
+    """AGUI-PROTO-006 over the calls the script's model made, generation by generation, in the order they started.
+    Spec 1.0 events, Tool Call Events: "When an agent needs to use a tool, it emits a ToolCallStart event, followed
+    by one or more ToolCallArgs events that stream the arguments ..., and concludes with a ToolCallEnd event";
+    "Frontends should concatenate these deltas in the order received to construct the complete arguments object";
+    "This streaming approach allows frontends to show tool executions in real-time". So each call is shown, its
+    arguments in ARGS; and calls the model sent together, whole in one chunk, are all shown before any of them has a
+    result (a server that runs a call as soon as it is complete may answer it before a later call is made: only
+    calls that came together are held to that)."""
+    if expected is None or expected.fails or answer.sse is None:
+        return []
+    shown = shown_calls(events(answer))
+    order = list(shown)
+    found: list[Violation] = []
+    position = 0
+    for number, generation in enumerate(expected.generations):
+        if not generation.tool_calls:
+            continue
+        mine = order[position : position + len(generation.tool_calls)]
+        position += len(generation.tool_calls)
+        made = [call.name for call in generation.tool_calls]
+        if len(mine) < len(made):
+            message = f"generation {number} made {len(made)} tool calls {made}; {len(mine)} were streamed (started)"
+            found.append(Violation(CALLS, message))
+            return found
+        results = [shown[call_id].result for call_id in mine if shown[call_id].result is not None]
+        first_result = min(results, default=None) if generation.calls_together else None
+        for call, call_id in zip(generation.tool_calls, mine, strict=True):
+            found += _call_problems(call_id, shown[call_id], call, first_result)
+    return found
+
+
+def _call_problems(call_id: Any, shown: ShownCall, call: Any, first_result: int | None) -> list[Violation]:
+    problems = []
+    if shown.name != call.name:
+        problems.append(f"the call {call_id} is named {shown.name!r}; the model called {call.name!r}")
+    made = json.dumps(call.arguments, sort_keys=True)
+    if not shown.deltas and call.arguments:
+        problems.append(f"the call {call_id} ({call.name}) has no TOOL_CALL_ARGS: its arguments {made} never streamed")
+    else:
+        try:
+            same = json.loads(shown.arguments) == call.arguments
+        except ValueError:
+            same = False
+        if not same:
+            problems.append(f"the TOOL_CALL_ARGS of {call_id} make {shown.arguments!r}; the model's arguments: {made}")
+    if first_result is not None and (shown.ended is None or shown.ended > first_result):
+        where = "is never ended" if shown.ended is None else f"ends at event {shown.ended}"
+        problems.append(
+            f"the call {call_id} ({call.name}) starts at event {shown.started} and {where}, after a TOOL_CALL_RESULT "
+            f"of its generation (event {first_result}): the model sent the calls together, in one chunk, and each is "
+            "streamed before any of them has a result"
+        )
+    return [Violation(CALLS, problem, shown.started) for problem in problems]
 
 
 # @ag-ui/client's own words (verifyEvents, HttpAgent's parser), each to the requirement it states.

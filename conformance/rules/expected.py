@@ -19,6 +19,7 @@ class ToolCall:
 class Generation:
     text: str  # the text the generation streams before it ends (or fails)
     tool_calls: tuple[ToolCall, ...]
+    calls_together: bool = False  # its calls reach the server together, whole, in one chunk (shape `one_chunk`)
 
 
 @dataclass(frozen=True)
@@ -54,5 +55,6 @@ def expected_turn(scripts: dict[str, dict[str, Any]], script: str) -> ExpectedTu
             generations.append(Generation("".join(sent), ()))
             return ExpectedTurn(script, tuple(generations), True, fail.get("message"))
         calls = tuple(ToolCall(c["id"], c["name"], dict(c["arguments"])) for c in step.get("tool_calls", []))
-        generations.append(Generation("".join(chunks), calls))
+        together = len(calls) > 1 and (step.get("stream") or {}).get("tool_calls") == "one_chunk"
+        generations.append(Generation("".join(chunks), calls, together))
     return ExpectedTurn(script, tuple(generations), False)

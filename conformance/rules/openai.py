@@ -8,7 +8,8 @@ Protocol (openai 3.57.0 types and client, API reference of 2026-11):
   ChatCompletionChunk; all with the same non-empty `id` and `created` ("Each chunk has the same ID", "... the same
   timestamp"); one choice, of index 0, as `n` is 1 (ChatCompletionChunk.choices: "more than one element if `n` is
   greater than 1"); `data: [DONE]` once and last (the client's Stream stops there); a turn the fake LLM completed is
-  not turned into an error frame (the client raises APIError on one).
+  not turned into an error frame (the client raises APIError on one); tool call fragments, when a server sends
+  them, one index per call, its id and name once, its arguments JSON (the client's accumulate_delta).
 - PROTO-003: every choice ends with exactly one chunk with a `finish_reason` (Choice.finish_reason), no content for
   it after that; waived when an error frame ended the stream.
 - PROTO-004: with include_usage one chunk with `choices: []` and the usage, the last before `[DONE]`, every other
@@ -26,6 +27,7 @@ the shape only. It never raises on a broken body.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from conformance.rules import official
@@ -102,7 +104,7 @@ def judge_chat(answer: ChannelAnswer, expected: ExpectedTurn | None, include_usa
             for problem in official.errors("openai_chat_completion_chunk", payload):
                 found.append(Violation(P_STREAM, f"not a ChatCompletionChunk: {problem}", frame.index))
             chunks.append((frame.index, payload))
-    found += _identity(chunks) + _choices_rules(chunks, failed=error_at is not None)
+    found += _identity(chunks) + _choices_rules(chunks, failed=error_at is not None) + _tool_call_indexes(chunks)
     found += _usage_rules(chunks, include_usage, failed=error_at is not None)
     if expected is not None:
         if expected.fails and error_at is None:
@@ -220,6 +222,48 @@ def _tool_delta(delta: dict[str, Any], index: int) -> list[Violation]:
         if isinstance(call, dict) and not function.get("name") and not call.get("id"):
             found.append(Violation(CHAT, f"a tool call delta before its name: {short(call)}", index))
     return found
+
+
+def _tool_call_indexes(chunks: list[tuple[int, dict[str, Any]]]) -> list[Violation]:
+    """PROTO-002, for a server that streams tool calls: the `openai` client merges `delta.tool_calls` fragments by
+    their `index` and concatenates every string member of one index (openai.lib.streaming._deltas.accumulate_delta),
+    so one call keeps one index, its id and name come once, and its argument fragments make its JSON arguments."""
+    found: list[Violation] = []
+    calls: dict[Any, dict[str, Any]] = {}  # index -> the call's id, name and arguments so far
+    for index, chunk in chunks:
+        for choice in _choices(chunk):
+            fragments = _delta(choice).get("tool_calls")
+            for fragment in fragments if isinstance(fragments, list) else []:
+                if isinstance(fragment, dict):
+                    found += _tool_fragment(calls, fragment, index)
+    for key, call in calls.items():
+        try:
+            json.loads(call["arguments"])
+        except ValueError:
+            message = f"the argument fragments of tool call {call['id']!r} (index {key}) make {call['arguments']!r}"
+            found.append(Violation(P_STREAM, message + ", not JSON"))
+    return found
+
+
+def _tool_fragment(calls: dict[Any, dict[str, Any]], fragment: dict[str, Any], index: int) -> list[Violation]:
+    function = fragment.get("function") if isinstance(fragment.get("function"), dict) else {}
+    key, call_id, name = short(fragment.get("index")), fragment.get("id"), function.get("name")
+    arguments = function.get("arguments") if isinstance(function.get("arguments"), str) else ""
+    known = calls.get(key)
+    if known is None:
+        calls[key] = {"id": call_id, "arguments": arguments}
+        if not call_id or not name:
+            return [Violation(P_STREAM, f"the first fragment of tool call index {key} has no id or function.name: "
+                              f"{short(fragment)}", index)]  # fmt: skip
+        return []
+    known["arguments"] += arguments
+    if call_id and call_id != known["id"]:
+        return [Violation(P_STREAM, f"the tool call {call_id!r} streams under index {key}, the index of the call "
+                          f"{known['id']!r}: one index per call", index)]  # fmt: skip
+    if call_id or name:
+        return [Violation(P_STREAM, f"a later fragment of tool call {known['id']!r} (index {key}) repeats its id or "
+                          "name, which the client concatenates to the first", index)]  # fmt: skip
+    return []
 
 
 def _usage_rules(chunks: list[tuple[int, dict[str, Any]]], include_usage: bool, *, failed: bool) -> list[Violation]:

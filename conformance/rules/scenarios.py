@@ -136,8 +136,81 @@ def scenario_scripts(tools: dict[str, Any], heartbeat_interval: float) -> dict[s
             ],
             "title": _title(),
         }
+    scripts.update(shape_scripts(tools))
     for name, script in scripts.items():
         script["name"] = name
+    return scripts
+
+
+# The stream shapes real providers send (spec/fake-llm/README.md, "Stream shapes"), each a scenario of its own: the
+# same calls and text as cs-tool and cs-parallel, cut otherwise. A server that serves a call's deltas one way only is
+# found here; the channels judge them in the protocol's voice, the GNS3 stream and the statistics in the contract's.
+TOOL_SHAPES = ["cs-tool-whole", "cs-text-then-tool"]
+PARALLEL_SHAPES = ["cs-parallel-one-chunk", "cs-parallel-interleaved"]
+USAGE_SHAPES = ["cs-no-usage", "cs-usage-in-finish"]
+TEXT_SHAPES = ["cs-empty-deltas", "cs-finish-length"]
+SHAPES = TOOL_SHAPES + PARALLEL_SHAPES + USAGE_SHAPES + TEXT_SHAPES
+# The turns every stream (the GNS3 one and each channel's) is judged on: each kind of turn, then each shape.
+TURNS = ["cs-plain", "cs-tool", "cs-parallel", "cs-failing-tool", "cs-llm-error", "cs-mid-stream-error", *SHAPES]
+
+
+def _tool_turn(call: dict[str, Any], shape: dict[str, Any], text: list[str] | None = None) -> dict[str, Any]:
+    first: dict[str, Any] = {"tool_calls": [call], "usage": {"input_tokens": 97, "output_tokens": 15}}
+    if text:
+        first = {"text_chunks": text, **first}
+    if shape:
+        first["stream"] = shape
+    answer: dict[str, Any] = {"text_chunks": ["Read ", "it."], "usage": {"input_tokens": 151, "output_tokens": 3}}
+    title = _title()
+    if shape.get("usage"):  # a usage shape is the model's: every generation of the turn, the title's too
+        answer["stream"] = title["stream"] = {"usage": shape["usage"]}
+    return {"steps": [first, answer], "title": title}
+
+
+def shape_scripts(tools: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    single = tools["single"]
+    scripts = {
+        "cs-tool-whole": _tool_turn(_call("call_cs_w1", single), {"tool_calls": "whole"}),
+        "cs-text-then-tool": _tool_turn(_call("call_cs_t1", single), {}, ["Let me ", "look first."]),
+        "cs-no-usage": _tool_turn(_call("call_cs_n1", single), {"usage": "absent"}),
+        "cs-usage-in-finish": _tool_turn(_call("call_cs_i1", single), {"usage": "in_finish_chunk"}),
+        "cs-empty-deltas": {
+            "steps": [
+                {
+                    "text_chunks": ["Empty ", "deltas ", "between."],
+                    "stream": {"empty_deltas": True},
+                    "usage": {"input_tokens": 23, "output_tokens": 4},
+                }
+            ],
+            "title": _title(),
+        },
+        # A generation cut by its token limit is still the generation's text (the contract has no other meaning).
+        "cs-finish-length": {
+            "steps": [
+                {
+                    "text_chunks": ["Cut at ", "the limit"],
+                    "stream": {"finish_reason": "length"},
+                    "usage": {"input_tokens": 24, "output_tokens": 16},
+                }
+            ],
+            "title": _title(),
+        },
+    }
+    if "parallel" in tools:
+        first, second = tools["parallel"]
+        for name, cut in (("cs-parallel-one-chunk", "one_chunk"), ("cs-parallel-interleaved", "interleaved")):
+            suffix = "o" if cut == "one_chunk" else "x"
+            scripts[name] = {
+                "steps": [
+                    {
+                        "tool_calls": [_call(f"call_cs_{suffix}1", first, 5), _call(f"call_cs_{suffix}2", second, 5)],
+                        "stream": {"tool_calls": cut},
+                        "usage": {"input_tokens": 148, "output_tokens": 38},
+                    },
+                    {"text_chunks": ["Both ", "answered."], "usage": {"input_tokens": 255, "output_tokens": 9}},
+                ],
+                "title": _title(),
+            }
     return scripts
 
 
@@ -153,8 +226,8 @@ def usage_of(scripts: dict[str, dict[str, Any]], script: str, step: int | None) 
     """The (input, output) tokens a generation of `script` reports; `step=None` is the title generation."""
     chosen = scripts[script]
     data = chosen["title"] if step is None else chosen["steps"][step]
-    if data.get("fail"):
-        return 0, 0  # a failed generation reports no usage
+    if data.get("fail") or (data.get("stream") or {}).get("usage") == "absent":
+        return 0, 0  # a failed generation reports no usage, and a generation of the shape `absent` none either
     return data["usage"]["input_tokens"], data["usage"]["output_tokens"]
 
 

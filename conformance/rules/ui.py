@@ -325,20 +325,50 @@ class _Order:
                 f"{len(self.steps)} steps (start-step ... finish-step) for {len(expected.generations)} generations "
                 f"of the script {expected.script}"
             )
+        # The calls themselves (name, input, when announced) are the protocol's (UI-PROTO-005): the contract judges in
+        # which step each came, when the turn's calls are the model's.
+        streamed = [tool for step in self.steps for tool in step.tools]
+        calls_hold = streamed == [(call.name, call.arguments) for call in expected.tool_calls]
         for number, (step, generation) in enumerate(zip(self.steps, expected.generations, strict=False)):
             if step.text != generation.text:
                 self.bad(
                     f"step {number} streams the text {step.text!r}; its generation {generation.text!r}", step.index
                 )
             want = [(call.name, call.arguments) for call in generation.tool_calls]
-            if step.tools != want:
+            if calls_hold and step.tools != want:
                 self.bad(
                     f"step {number} has the tool calls {short(step.tools)}; its generation {short(want)}", step.index
                 )
 
 
 def order(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
-    return _Order(answer, expected).run(ui_protocol.chunks(answer))
+    found = ui_protocol.chunks(answer)
+    return _Order(answer, expected).run(found) + _inputs_before_outputs(found, expected)
+
+
+def _inputs_before_outputs(found: list[tuple[int, dict[str, Any]]], expected: ExpectedTurn | None) -> list[Violation]:
+    """UI-003: a part's tool-input-available comes once its call is complete; a generation's calls are all complete
+    when it ends, before any tool runs, so each comes before the first output of its generation's calls. (The
+    protocol does not order them: UI-PROTO-005 asks only that each gets its input.)"""
+    if expected is None or expected.fails:
+        return []
+    parts = ui_protocol.shown_tools(found)
+    order, position, violations = list(parts), 0, []
+    for number, generation in enumerate(expected.generations):
+        mine = order[position : position + len(generation.tool_calls)]
+        position += len(generation.tool_calls)
+        first = min((parts[c]["output"] for c in mine if parts[c]["output"] is not None), default=None)
+        for call_id in mine:
+            ready = (
+                parts[call_id]["input_at"] if parts[call_id]["input_at"] is not None else parts[call_id]["announced"]
+            )
+            if first is not None and ready > first:
+                message = (
+                    f"the tool part {call_id} gets its input at chunk {ready}, after an output of generation {number}'s"
+                    f" calls (chunk {first}): each call's tool-input-available comes once the generation completes it"
+                )
+                violations.append(Violation(CHUNKS, message, parts[call_id]["announced"]))
+    return violations
 
 
 def contract(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
@@ -350,4 +380,4 @@ def contract(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> lis
 
 def judge(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
     """Every violation in one recorded answer: the protocol's own (UI-PROTO-*), then the contract's (UI-002, -003)."""
-    return ui_protocol.judge(answer) + contract(answer, expected)
+    return ui_protocol.judge(answer, expected) + contract(answer, expected)

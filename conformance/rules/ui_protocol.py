@@ -1,4 +1,4 @@
-"""The AI SDK UI message stream v1's own rules (UI-PROTO-001..004), judged over one recorded answer.
+"""The AI SDK UI message stream v1's own rules (UI-PROTO-001..005), judged over one recorded answer.
 
 Only what the protocol itself says, from its two sources, each sub-rule naming its own:
 - [page]: the stream protocol page, https://ai-sdk.dev/docs/ai-sdk-ui/stream-protocol (shipped with ai 6.0.325 as
@@ -20,9 +20,10 @@ from conformance.transport.sse import INVALID
 
 if TYPE_CHECKING:
     from conformance.channels.endpoints import ChannelAnswer
+    from conformance.rules.expected import ExpectedTurn
 
-STREAM, TEXT, TOOLS, ENDS = "UI-PROTO-001", "UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004"
-RULES = frozenset({STREAM, TEXT, TOOLS, ENDS})
+STREAM, TEXT, TOOLS, ENDS, CALLS = "UI-PROTO-001", "UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004", "UI-PROTO-005"
+RULES = frozenset({STREAM, TEXT, TOOLS, ENDS, CALLS})
 # [page] "set the x-vercel-ai-ui-message-stream header to v1"; [page] the Data Stream Protocol is Server-Sent Events.
 PROTOCOL_HEADER = ("x-vercel-ai-ui-message-stream", "v1")
 # [ai] chunks whose toolCallId must name a tool part of the message: getToolInvocation throws "No tool invocation
@@ -183,12 +184,68 @@ def reader_rejection(error: Any, error_texts: list[str]) -> Violation | None:
     return Violation(rule, f"`ai`'s readUIMessageStream rejected the stream: {error.get('name')}: {short(message)}")
 
 
-def judge(answer: ChannelAnswer) -> list[Violation]:
-    """Every violation of the protocol's own rules (UI-PROTO-001..004) in one recorded answer."""
+def judge(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:
+    """Every violation of the protocol's own rules (UI-PROTO-001..005; -005 with the script's turn) in one answer."""
     if answer.sse is None:
         return headers(answer) + frames(answer)
     found = chunks(answer)
-    return headers(answer) + frames(answer) + grammar(found) + ends(found)
+    return headers(answer) + frames(answer) + grammar(found) + ends(found) + tool_calls(found, expected)
+
+
+_OUTPUTS = ("tool-output-available", "tool-output-error", "tool-output-denied")
+
+
+def shown_tools(found: list[tuple[int, dict[str, Any]]]) -> dict[Any, dict[str, Any]]:
+    """Each tool part of the stream, in the order its first chunk announced it: its toolName, whether and where its
+    input became available (or failed), the input, and where its first output came (chunk indexes)."""
+    parts: dict[Any, dict[str, Any]] = {}
+    for index, chunk in found:
+        kind = chunk.get("type")
+        if kind not in MAKES_TOOL_PART and kind not in _OUTPUTS:
+            continue
+        part = parts.setdefault(ident(chunk.get("toolCallId")), {"announced": index, "input_at": None, "output": None})
+        if kind in ("tool-input-start", "tool-input-available", "tool-input-error"):
+            part.setdefault("name", chunk.get("toolName"))
+        if kind in ("tool-input-available", "tool-input-error") and part["input_at"] is None:
+            part["input_at"], part["input"], part["kind"] = index, chunk.get("input"), kind
+        elif kind in _OUTPUTS and part["output"] is None:
+            part["output"] = index
+    return parts
+
+
+def tool_calls(found: list[tuple[int, dict[str, Any]]], expected: ExpectedTurn | None) -> list[Violation]:
+    """UI-PROTO-005 over the calls the script's model made, in the order their parts were announced. [page] Tool
+    Input Start: "Indicates the beginning of tool input streaming"; Tool Input Available: "Indicates that tool input
+    is complete and ready for execution" (toolCallId, toolName, input); [ai] processUIMessageStream gives a tool part
+    its input from tool-input-available only (tool-input-delta sets a partial one): an output after tool-input-start
+    alone leaves the part without its input. So each call gets its tool-input-available (or tool-input-error) with
+    its own input. When it comes is not the protocol's: ai's own streamText ran a tool as soon as its call was
+    complete (before vercel/ai PR 13638), so an output may precede a later call's input (the contract orders them,
+    UI-003)."""
+    if expected is None or expected.fails:
+        return []
+    parts = shown_tools(found)
+    order = list(parts)
+    made = expected.tool_calls
+    if len(order) < len(made):
+        return [Violation(CALLS, f"the model made {len(made)} tool calls {[c.name for c in made]}; {len(order)} had a "
+                          "tool part")]  # fmt: skip
+    return [
+        v for call, call_id in zip(made, order, strict=False) for v in _part_problems(call_id, parts[call_id], call)
+    ]
+
+
+def _part_problems(call_id: Any, part: dict[str, Any], call: Any) -> list[Violation]:
+    problems = []
+    if part.get("name") != call.name:
+        problems.append(f"the tool part {call_id} names {part.get('name')!r}; the model called {call.name!r}")
+    if part["input_at"] is None:
+        problems.append(f"the tool part {call_id} ({call.name}) has no tool-input-available: its input "
+                        f"{json.dumps(call.arguments, sort_keys=True)} never reached the message")  # fmt: skip
+    elif part["kind"] == "tool-input-available" and part["input"] != call.arguments:
+        problems.append(f"tool-input-available of {call_id} has the input {short(part['input'])}; the model's "
+                        f"arguments are {json.dumps(call.arguments, sort_keys=True)}")  # fmt: skip
+    return [Violation(CALLS, problem, part["announced"]) for problem in problems]
 
 
 def ident(value: Any) -> Any:

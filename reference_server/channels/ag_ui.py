@@ -118,7 +118,9 @@ class AgUiStream:
         return [{"type": "TEXT_MESSAGE_END", "messageId": text_id}]
 
     def _start_call(self, call_id: str, name: str) -> dict[str, Any]:
-        # One TOOL_CALL_START per call id, its ARGS and END after it (AGUI-PROTO-004).
+        # One TOOL_CALL_START per call id, its ARGS and END after it (AGUI-PROTO-004); every call of a generation,
+        # however the model's deltas cut it, is started and given its arguments as they arrive, so calls that came
+        # together are all streamed before the generation's first TOOL_CALL_RESULT (AGUI-PROTO-006).
         self._calls[call_id] = _Call(call_id, name)
         self._generation_has_text = True  # the generation's message exists now (the client made it)
         return {

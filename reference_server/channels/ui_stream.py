@@ -161,6 +161,8 @@ class UiMessageStream:
             chunks.append(self._input_available(part))
         return chunks
 
+    # Every call gets its part as its first delta arrives and its tool-input-available with the call's input
+    # (UI-PROTO-005) when the generation completes it, before any tool runs and so before the first output (UI-003).
     def _input_available(self, part: _ToolPart) -> dict[str, Any]:
         part.input_available = True
         return {

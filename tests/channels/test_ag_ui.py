@@ -21,7 +21,7 @@ from tools.channel_requests import ag_ui
 
 from .conftest import LiveLab
 from .node_clients import ag_ui_run
-from .test_ui import DONE, TOOL_TURN, call, text, tool_end
+from .test_ui import ARGS, DONE, TOOL_TURN, call, text, tool_end
 
 CHANNEL = CHANNEL_PATHS["ag_ui"]  # the channel under the chat prefix (CHANNEL-001)
 USAGE = TurnOutcome(300, 25)
@@ -153,6 +153,35 @@ def test_errors_aborts_parallel_and_cut_calls_end_the_run_with_everything_closed
     assistant = next(m for m in run_parallel["messages"] if m.get("toolCalls"))
     assert assistant["content"] == "Both." and [c["id"] for c in assistant["toolCalls"]] == ["a", "b"]
     assert [m["role"] for m in run_parallel["messages"]] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+@pytest.mark.covers("AGUI-PROTO-006")
+def test_calls_whole_or_several_in_one_chunk_are_each_streamed_with_their_arguments_before_any_result():
+    """A call whose first delta holds its whole arguments still gets its TOOL_CALL_ARGS; several calls of one chunk
+    are all started, given their arguments and ended before the first result (the shapes ag-ui-langgraph 0.0.47
+    breaks: ag-ui issues 2463, 871 and 1016)."""
+    whole = render([[call(ARGS)], [call(ARGS, True)], [tool_end('{"nodes": 2}')], [text("Two.")], [DONE]])
+    one_chunk = render(
+        [
+            [call('{"d":1}', call_id="a", name="show"), call('{"d":2}', call_id="b", name="show")],
+            [call('{"d":1}', True, "a", "show"), call('{"d":2}', True, "b", "show")],
+            [tool_end("one", "a", "show"), tool_end("two", "b", "show")],
+            [DONE],
+        ]
+    )
+    whole_events = events(whole)
+    assert types(whole_events)[1:4] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
+    assert whole_events[2]["delta"] == ARGS
+    found = events(one_chunk)
+    first_result = types(found).index("TOOL_CALL_RESULT")
+    for call_id, arguments in (("a", '{"d":1}'), ("b", '{"d":2}')):
+        mine = [(n, e) for n, e in enumerate(found) if e.get("toolCallId") == call_id and n < first_result]
+        assert [e["type"] for _, e in mine] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"], mine
+        assert mine[1][1]["delta"] == arguments
+    read_whole, read_chunk = ag_ui_run([recorded(whole), recorded(one_chunk)])
+    calls = [c["function"] for m in read_chunk["messages"] for c in m.get("toolCalls") or []]
+    assert calls == [{"name": "show", "arguments": '{"d":1}'}, {"name": "show", "arguments": '{"d":2}'}]
+    assert [c["function"]["arguments"] for m in read_whole["messages"] for c in m.get("toolCalls") or []] == [ARGS]
 
 
 # --- A live server (AGUI-001..003) ---

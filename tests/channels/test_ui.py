@@ -151,6 +151,32 @@ def test_a_tool_turn_is_one_assistant_message_that_ai_assembles():
     ]
 
 
+@pytest.mark.covers("UI-PROTO-005")
+def test_calls_whole_or_several_in_one_chunk_each_get_their_input_before_any_output():
+    """A call whose first delta holds its whole arguments, and several calls of one chunk: each tool part gets its
+    tool-input-available with the call's input before the first output, and `ai` shows every call with its input."""
+    whole = render([[call(ARGS)], [call(ARGS, True)], [tool_end('{"nodes": 2}')], [text("Two.")], [DONE]])
+    one_chunk = render(
+        [
+            [call('{"d":1}', call_id="a", name="show"), call('{"d":2}', call_id="b", name="show")],
+            [call('{"d":1}', True, "a", "show"), call('{"d":2}', True, "b", "show")],
+            [tool_end("one", "a", "show"), tool_end("two", "b", "show")],
+            [DONE],
+        ]
+    )
+    found = chunks(one_chunk)
+    first_output = types(found).index("tool-output-available")
+    inputs = {c["toolCallId"]: c["input"] for c in found[:first_output] if c["type"] == "tool-input-available"}
+    assert inputs == {"a": {"d": 1}, "b": {"d": 2}}
+    whole_chunks = chunks(whole)
+    assert [c["input"] for c in whole_chunks if c["type"] == "tool-input-available"] == [{"detail": "summary"}]
+    read_whole, read_chunk = ui_read([{"body": whole}, {"body": one_chunk}])
+    for read, want in ((read_whole, [{"detail": "summary"}]), (read_chunk, [{"d": 1}, {"d": 2}])):
+        assert read["ok"], read["error"]
+        tools = [p for p in read["message"]["parts"] if p["type"].startswith("tool-")]
+        assert [(p["input"], p["state"]) for p in tools] == [(each, "output-available") for each in want]
+
+
 @pytest.mark.covers("UI-002", "UI-003", "CHANNEL-009", "CHANNEL-010")
 @pytest.mark.covers("UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004")
 def test_errors_aborts_parallel_and_cut_calls_close_every_part():

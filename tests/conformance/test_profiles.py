@@ -174,9 +174,12 @@ def test_a_channel_only_target_without_tools_plays_only_the_scenarios_without_th
         "cs-parallel": "parallel",
         "cs-failing-tool": "failing",
         "cs-slow-tool": "slow",
+        # the stream shapes that call a tool
+        **dict.fromkeys(["cs-tool-whole", "cs-text-then-tool", "cs-no-usage", "cs-usage-in-finish"], "single"),
+        **dict.fromkeys(["cs-parallel-one-chunk", "cs-parallel-interleaved"], "parallel"),
     }
     assert not set(undeclared_scenarios(target)) & set(scripts)
-    assert {"cs-plain", "cs-llm-error", "cs-mid-stream-error", "cs-unknown-tool"} <= set(scripts)
+    assert {"cs-plain", "cs-llm-error", "cs-mid-stream-error", "cs-unknown-tool", "cs-empty-deltas"} <= set(scripts)
     assert sorted(p.stem for p in (tmp_path / "scripts").glob("*.yaml")) == sorted(scripts)
 
 

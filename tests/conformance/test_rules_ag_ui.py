@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,21 @@ def args_after_end(found: list[dict[str, Any]]) -> None:
     found[end], found[end - 1] = found[end - 1], found[end]
 
 
+def without_args(found: list[dict[str, Any]]) -> None:
+    for event in [e for e in found if e["type"] == "TOOL_CALL_ARGS"]:
+        found.remove(event)
+
+
+def second_call_after_first_result(found: list[dict[str, Any]]) -> None:
+    """The second call's START, ARGS and END moved after the first TOOL_CALL_RESULT."""
+    second = [e for e in found if e["type"] == "TOOL_CALL_START"][1]["toolCallId"]
+    moved = [e for e in found if e.get("toolCallId") == second and e["type"] != "TOOL_CALL_RESULT"]
+    for event in moved:
+        found.remove(event)
+    at = found.index(next(e for e in found if e["type"] == "TOOL_CALL_RESULT")) + 1
+    found[at:at] = moved
+
+
 def other_arguments(found: list[dict[str, Any]]) -> None:
     args = [e for e in found if e["type"] == "TOOL_CALL_ARGS"]
     for event in args:
@@ -156,7 +172,9 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
      "AGUI-002", "an unknown call"),
     ("result not role tool", T, lambda: edit(T, setting("TOOL_CALL_RESULT", role=None)), "AGUI-002", "not tool"),
     ("no result", T, lambda: edit(T, drop("TOOL_CALL_RESULT")), "AGUI-002", "no TOOL_CALL_RESULT"),
-    ("arguments not the script's", T, lambda: edit(T, other_arguments), "AGUI-002", "the tool calls"),
+    ("arguments not the script's", T, lambda: edit(T, other_arguments), "AGUI-PROTO-006", "the model's arguments"),
+    # ag-ui-langgraph 0.0.47 on a call whole in one chunk (ag-ui issue 2463), and on two calls of one chunk (871, 1016)
+    ("a call without its ARGS", T, lambda: edit(T, without_args), "AGUI-PROTO-006", "never streamed"),
     ("no end of the run", P, lambda: edit(P, drop("RUN_FINISHED")), F2, "never ends"),
     ("no end of the run (the contract's usage)", P, lambda: edit(P, drop("RUN_FINISHED")), "AGUI-003",
      "no RUN_FINISHED or RUN_ERROR carries"),
@@ -179,6 +197,17 @@ def test_each_rule_fails_on_a_stream_broken_that_way(case, name, broken, require
     found = rules_ag_ui.judge(broken(), expected(name))
     assert any(v.requirement == requirement and words in v.message for v in found), [str(v) for v in found]
     assert {v.requirement for v in found} <= rules_ag_ui.JUDGED
+
+
+def test_calls_sent_together_are_all_streamed_before_a_result_of_theirs():
+    """ag-ui-langgraph 0.0.47 on two calls of one chunk (ag-ui issues 871, 1016): the second follows the first's
+    result. Calls that came one after another may be answered as each completes (a server that runs tools early)."""
+    late = edit(R, second_call_after_first_result)
+    apart = expected(R)
+    together = replace(apart, generations=(replace(apart.generations[0], calls_together=True), *apart.generations[1:]))
+    found = [v for v in rules_ag_ui.judge(late, together) if v.requirement == "AGUI-PROTO-006"]
+    assert found and "sent the calls together" in found[0].message, [str(v) for v in found]
+    assert [v for v in rules_ag_ui.judge(late, apart) if v.requirement == "AGUI-PROTO-006"] == []
 
 
 def test_an_event_outside_the_mapping_is_left_to_the_schema():

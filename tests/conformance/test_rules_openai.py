@@ -431,3 +431,45 @@ def test_the_rules_judge_any_body_without_raising(body: str):
     assert rules_openai.judge_chat(chat(E, body), expected(E), include_usage=False) != []
     assert judge_responses(responses(P, body), expected(P)) != []
     assert judge_responses(responses(E, body), None) != []
+
+
+def _with_tool_fragments(fragments: list[dict[str, Any]]) -> Callable[[list[Any]], None]:
+    """Each fragment a chunk of its own before the finish chunk (as a server that streams its tool calls sends)."""
+
+    def change(found: list[Any]) -> None:
+        at = finish_index(found)
+        for n, fragment in enumerate(fragments):
+            chunk = json.loads(json.dumps(found[at]))
+            chunk["choices"][0].update(delta={"tool_calls": [fragment]}, finish_reason=None)
+            found.insert(at + n, chunk)
+
+    return change
+
+
+def _fragment(index: int, arguments: str, call_id: str | None = None, name: str | None = None) -> dict[str, Any]:
+    fragment: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if call_id:
+        fragment.update(id=call_id, type="function")
+        fragment["function"]["name"] = name
+    return fragment
+
+
+def test_streamed_tool_calls_keep_one_index_per_call():
+    """OPENAI-PROTO-002: the `openai` client merges tool call fragments by `index` and concatenates each index's
+    strings (openai.lib.streaming._deltas.accumulate_delta): two calls on one index, a repeated id, or fragments that
+    make no JSON break it. Sent at all, tool calls break the contract (OPENAI-002), never twice the protocol."""
+
+    def proto(fragments: list[dict[str, Any]]) -> list[str]:
+        found = rules_openai.judge_chat(broken(P, _with_tool_fragments(fragments)), None)
+        assert any(v.requirement == "OPENAI-002" for v in found)  # the contract's server sends no tool call
+        return [v.message for v in found if v.requirement == "OPENAI-PROTO-002"]
+
+    right = [_fragment(0, "", "c1", "show"), _fragment(1, "", "c2", "show"), _fragment(0, '{"d":1}'),
+             _fragment(1, '{"d":2}')]  # fmt: skip
+    assert proto(right) == []
+    one_index = [_fragment(0, '{"d":1}', "c1", "show"), _fragment(0, '{"d":2}', "c2", "show")]
+    assert any("one index per call" in m for m in proto(one_index)), proto(one_index)
+    repeated = [_fragment(0, '{"d":', "c1", "show"), _fragment(0, "1}", "c1", "show")]
+    assert any("repeats its id or name" in m for m in proto(repeated)), proto(repeated)
+    headless = [_fragment(0, '{"d":1}')]
+    assert any("has no id or function.name" in m for m in proto(headless)), proto(headless)

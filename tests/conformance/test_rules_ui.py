@@ -145,14 +145,18 @@ def output_first(found: list[dict[str, Any]]) -> None:
 
 
 P, T, E, M = "plain-answer", "tool-round-trip", "llm-error", "mid-stream-error"
-PROTO_1, PROTO_2, PROTO_3, PROTO_4 = "UI-PROTO-001", "UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004"
-ALL = {"UI-002", "UI-003", PROTO_1, PROTO_2, PROTO_3, PROTO_4}
+PROTO_1, PROTO_2, PROTO_3, PROTO_4, PROTO_5 = (f"UI-PROTO-00{n}" for n in range(1, 6))
+ALL = {"UI-002", "UI-003", PROTO_1, PROTO_2, PROTO_3, PROTO_4, PROTO_5}
 # The cases whose break the protocol's rules also see (besides the requirement the case names): the contract's
 # stream begins with start and ends with finish, as the protocol says a message SHOULD (UI-PROTO-004).
 ALSO_PROTOCOL = {
     "no start": {PROTO_4},
     "no finish": {PROTO_4},
     "finish before finish-step": {PROTO_4},
+    # an input other than the model's arguments: the call the client shows is not the one made (UI-PROTO-005)
+    "input not the deltas": {PROTO_5},
+    # no tool-input-available: the output comes to a part still streaming its input, the contract's order too
+    "a call without tool-input-available": {PROTO_5},
 }
 # (case, golden, broken body or headers, requirement, words of the violation)
 BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
@@ -214,7 +218,9 @@ BROKEN: list[tuple[str, str, Callable[[], ChannelAnswer], str, str]] = [
     ("no output before finish-step", T, lambda: answer(edit(T, drop("tool-output-available"))), "UI-003",
      "no tool-output-available"),
     ("generations in one step", T, lambda: answer(edit(T, merged_steps)), "UI-003", "1 steps"),
-    ("tool call not the script's", T, lambda: answer(edit(T, renamed_tool)), "UI-003", "has the tool calls"),
+    ("tool call not the script's", T, lambda: answer(edit(T, renamed_tool)), PROTO_5, "the model called"),
+    ("a call without tool-input-available", T, lambda: answer(edit(T, drop("tool-input-available"))), "UI-003",
+     "tool-output-available"),
     ("a failing turn without error", E, lambda: answer(edit(E, drop("error"))), "UI-003", "expected one error chunk"),
     ("an error in a finishing turn", P, lambda: answer(edit(P, inserting({"type": "error", "errorText": "x"},
                                                                           "finish-step"))), "UI-003",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import html as html_text
 import json
 import re
-from pathlib import Path
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -273,11 +273,13 @@ def test_a_channel_check_records_every_violation_of_a_requirement():
     """support_channels.record once kept four violations and said "and N more"; the reports now show all."""
     recorded = []
     ctx = SimpleNamespace(findings=SimpleNamespace(expect=lambda *args: recorded.append(args)))
-    answer = SimpleNamespace(endpoint=SimpleNamespace(name="openai_chat"), exchange="the exchange")
+    exchange = SimpleNamespace(request_body='{"messages": [{"content": "Hi [[fake-llm:cs-plain:r1]]"}]}')
+    answer = SimpleNamespace(endpoint=SimpleNamespace(name="openai_chat"), exchange=exchange)
     violations = [Violation(PROTOCOL_ID, f"problem number {n}") for n in range(12)]
     record_violations(ctx, violations, answer, {PROTOCOL_ID, CONTRACT_ID})
     by_rule = {args[0]: args for args in recorded}
     requirement, ok, message, exchange = by_rule[PROTOCOL_ID]
-    assert not ok and exchange == "the exchange" and "more" not in message
+    assert not ok and exchange is answer.exchange and "more" not in message
+    assert message.startswith("openai_chat (cs-plain): ")  # the turn's scenario, named by its fake-LLM tag
     assert all(str(violation) in message for violation in violations)
     assert by_rule[CONTRACT_ID][1] is True

@@ -97,6 +97,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     # With the tools failing, no tool turn is counted.
     "stats.tool_turn": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
     "stats.multi_turn": _blocked(),
+    "stats.usage_shapes": _blocked(),
     "stats.concurrent_sessions": _blocked(),
     "stats.error_turn": _blocked(),
     # The disconnect must cut a running turn: a turn sent whole leaves nothing to cut.
