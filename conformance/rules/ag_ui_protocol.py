@@ -206,6 +206,7 @@ class ShownCall:
     started: int
     arguments: str = ""
     deltas: int = 0
+    late: int = 0  # TOOL_CALL_ARGS after the call's end (AGUI-PROTO-004's to judge; here: the arguments are lost)
     ended: int | None = None
     result: int | None = None
 
@@ -244,6 +245,8 @@ def shown_calls(found: list[tuple[int, dict[str, Any]]]) -> dict[Any, ShownCall]
         elif kind == "TOOL_CALL_ARGS" and call.ended is None:
             call.arguments += event["delta"] if isinstance(event.get("delta"), str) else ""
             call.deltas += 1
+        elif kind == "TOOL_CALL_ARGS":
+            call.late += 1
         elif kind == "TOOL_CALL_END" and call.ended is None:
             call.ended = index
         elif kind == "TOOL_CALL_RESULT" and call.result is None:
@@ -289,7 +292,11 @@ def _call_problems(call_id: Any, shown: ShownCall, call: Any, first_result: int 
     if shown.name != call.name:
         problems.append(f"the call {call_id} is named {shown.name!r}; the model called {call.name!r}")
     made = json.dumps(call.arguments, sort_keys=True)
-    if not shown.deltas and call.arguments:
+    if not shown.deltas and call.arguments and shown.late:
+        late = f"{shown.late} came after it"
+        problems.append(f"the call {call_id} ({call.name}) has no TOOL_CALL_ARGS before its TOOL_CALL_END ({late}): "
+                        f"its arguments {made} are not the call's")  # fmt: skip
+    elif not shown.deltas and call.arguments:
         problems.append(f"the call {call_id} ({call.name}) has no TOOL_CALL_ARGS: its arguments {made} never streamed")
     else:
         try:
