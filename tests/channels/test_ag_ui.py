@@ -21,7 +21,7 @@ from tools.channel_requests import ag_ui
 
 from .conftest import LiveLab
 from .node_clients import ag_ui_run
-from .test_ui import ARGS, DONE, TOOL_TURN, call, text, tool_end
+from .test_ui import ARGS, DONE, ONE_CHUNK_TURN, TOOL_TURN, WHOLE_CALL_TURN, call, text, tool_end
 
 CHANNEL = CHANNEL_PATHS["ag_ui"]  # the channel under the chat prefix (CHANNEL-001)
 USAGE = TurnOutcome(300, 25)
@@ -160,15 +160,7 @@ def test_calls_whole_or_several_in_one_chunk_are_each_streamed_with_their_argume
     """A call whose first delta holds its whole arguments still gets its TOOL_CALL_ARGS; several calls of one chunk
     are all started, given their arguments and ended before the first result (the shapes ag-ui-langgraph 0.0.47
     breaks: ag-ui issues 2463, 871 and 1016)."""
-    whole = render([[call(ARGS)], [call(ARGS, True)], [tool_end('{"nodes": 2}')], [text("Two.")], [DONE]])
-    one_chunk = render(
-        [
-            [call('{"d":1}', call_id="a", name="show"), call('{"d":2}', call_id="b", name="show")],
-            [call('{"d":1}', True, "a", "show"), call('{"d":2}', True, "b", "show")],
-            [tool_end("one", "a", "show"), tool_end("two", "b", "show")],
-            [DONE],
-        ]
-    )
+    whole, one_chunk = render(WHOLE_CALL_TURN), render(ONE_CHUNK_TURN)
     whole_events = events(whole)
     assert types(whole_events)[1:4] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END"]
     assert whole_events[2]["delta"] == ARGS

@@ -62,6 +62,14 @@ TOOL_TURN = [
 
 
 USAGE = TurnOutcome(300, 25)
+# The contract events of a call whose first delta held its whole arguments, and of two calls of one chunk.
+WHOLE_CALL_TURN = [[call(ARGS)], [call(ARGS, True)], [tool_end('{"nodes": 2}')], [text("Two.")], [DONE]]
+ONE_CHUNK_TURN = [
+    [call('{"d":1}', call_id="a", name="show"), call('{"d":2}', call_id="b", name="show")],
+    [call('{"d":1}', True, "a", "show"), call('{"d":2}', True, "b", "show")],
+    [tool_end("one", "a", "show"), tool_end("two", "b", "show")],
+    [DONE],
+]
 
 
 def render(batches: list[list[dict]], outcome: TurnOutcome = USAGE) -> str:
@@ -155,15 +163,7 @@ def test_a_tool_turn_is_one_assistant_message_that_ai_assembles():
 def test_calls_whole_or_several_in_one_chunk_each_get_their_input_before_any_output():
     """A call whose first delta holds its whole arguments, and several calls of one chunk: each tool part gets its
     tool-input-available with the call's input before the first output, and `ai` shows every call with its input."""
-    whole = render([[call(ARGS)], [call(ARGS, True)], [tool_end('{"nodes": 2}')], [text("Two.")], [DONE]])
-    one_chunk = render(
-        [
-            [call('{"d":1}', call_id="a", name="show"), call('{"d":2}', call_id="b", name="show")],
-            [call('{"d":1}', True, "a", "show"), call('{"d":2}', True, "b", "show")],
-            [tool_end("one", "a", "show"), tool_end("two", "b", "show")],
-            [DONE],
-        ]
-    )
+    whole, one_chunk = render(WHOLE_CALL_TURN), render(ONE_CHUNK_TURN)
     found = chunks(one_chunk)
     first_output = types(found).index("tool-output-available")
     inputs = {c["toolCallId"]: c["input"] for c in found[:first_output] if c["type"] == "tool-input-available"}
