@@ -77,6 +77,9 @@ class CheckSpec:
     # statistics through the GNS3 chat API). Without it the check does not run; a requirement left with no check
     # that can run on the target is N/A (its text is about what the target does not have).
     needs: tuple[str, ...] = ()
+    # It plays the declared slow tool, or waits on its time: preflight measures that tool (a turn of some seconds)
+    # only for a run that selects such a check.
+    slow_tool: bool = False
 
     def judged_alone_after(self, finding) -> bool:
         """Whether this finding of a run under load makes the check worth judging again alone."""
@@ -114,6 +117,7 @@ def check(
     timed: tuple[str, ...] = (),
     raced: tuple[str, ...] = (),
     needs: tuple[str, ...] = (),
+    slow_tool: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
     def register(function: CheckFunction) -> CheckFunction:
         requirements = requirements_of_checks().get(check_id)
@@ -123,7 +127,7 @@ def check(
             raise LookupError(f"check {check_id!r} is defined twice")
         if not set(timed) | set(raced) <= set(requirements):
             raise LookupError(f"check {check_id!r}: timed or raced requirements are not among those it judges")
-        REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed, raced, needs)
+        REGISTRY[check_id] = CheckSpec(check_id, function, requirements, slow, timed, raced, needs, slow_tool)
         return function
 
     return register

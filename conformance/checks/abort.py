@@ -197,7 +197,7 @@ def _judge_stopped(ctx: CheckContext, scenario: str, aborted: _Aborted, what: st
     return None
 
 
-@check("abort.running_turn", slow=True, timed=("ABORT-002",), raced=("ABORT-001",))
+@check("abort.running_turn", slow=True, timed=("ABORT-002",), raced=("ABORT-001",), slow_tool=True)
 async def running_turn(ctx: CheckContext) -> None:
     require_capability(ctx, "abort")
     scenario = scenario_or(ctx, "cs-slow-tool", "cs-slow")
@@ -283,7 +283,7 @@ TRIALS = 8  # running turns, each aborted once by a request on a connection of i
 AGAIN = 3  # aborts of each session once its turn's stream has ended, each on a connection of its own
 
 
-@check("abort.other_connection", slow=True, timed=("ABORT-002",), raced=("ABORT-001",))
+@check("abort.other_connection", slow=True, timed=("ABORT-002",), raced=("ABORT-001",), slow_tool=True)
 async def other_connection(ctx: CheckContext) -> None:
     """Aborts that come on a new connection of their own, as a server of several processes behind one port gets
     them: the abort may reach a process other than the one running the turn. TRIALS turns of as many sessions run at

@@ -295,7 +295,7 @@ async def heartbeat(ctx: CheckContext) -> None:
 # --- CHANNEL-009 -----------------------------------------------------------------------------------------------
 
 
-@check("channels.disconnect", slow=True, needs=("channel_gns3",))
+@check("channels.disconnect", slow=True, needs=("channel_gns3",), slow_tool=True)
 async def disconnect(ctx: CheckContext) -> None:
     """A client that goes away from a channel's stream at its first message while the answer dribbles: the turn
     still ends, is kept and counted, and the session takes a new turn."""
@@ -330,7 +330,7 @@ async def disconnect(ctx: CheckContext) -> None:
         )
 
 
-@check("channels.abort", slow=True, timed=("CHANNEL-009",), needs=("channel_gns3", "abort"))
+@check("channels.abort", slow=True, timed=("CHANNEL-009",), needs=("channel_gns3", "abort"), slow_tool=True)
 async def abort(ctx: CheckContext) -> None:
     """`POST {prefix}/sessions/{id}/abort` stops a running turn of every channel: its stream ends within 5 s, as
     its channel maps an aborted turn (a stop finish, an `abort` chunk, a cancelled RUN_FINISHED)."""

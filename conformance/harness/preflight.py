@@ -3,8 +3,9 @@ comes from the suite's own misunderstanding. A wrong declaration stops the run (
 with the target-file key to change, in seconds, instead of dozens of FAILs.
 
 It asks, in order: does the chat prefix answer, and does each declared user's token work; does a turn reach the
-suite's fake LLM; does the server offer its LLM every declared tool; does the slow tool take its time. What it
-measures (the slow tool's duration) feeds the stream deadlines of the checks (Environment.deadline_for).
+suite's fake LLM; does the server offer its LLM every declared tool; does the slow tool take its time (when a
+selected check plays it: CheckSpec.slow_tool; else no verdict depends on it, and the run saves its seconds). What
+it measures (the slow tool's duration) feeds the stream deadlines of the checks (Environment.deadline_for).
 """
 
 from __future__ import annotations
@@ -171,23 +172,24 @@ def _refused(target: Any, where: str, status: int) -> str:
     return f"{where} answered {status}: the server refuses the token of auth.tokens.main"
 
 
-async def _channels_only(ctx: CheckContext) -> None:
+async def _channels_only(ctx: CheckContext, slow_tool: bool) -> None:
     """Preflight of a target that serves channels only: the first one answers, a turn reaches the fake LLM with the
     declared tools, the slow tool takes its time."""
     _took, answer = await _channel_turn(ctx, "cs-plain")
     await _offers_tools(ctx, await ctx.llm.requests(), f"answered {answer.status}")
-    if "cs-slow-tool" in ctx.env.scripts:
+    if slow_tool and "cs-slow-tool" in ctx.env.scripts:
         took, answer = await _channel_turn(ctx, "cs-slow-tool")
         _slow_enough(ctx, took, answer.status)
         ctx.env.slow_tool_seconds = took
 
 
-async def preflight(env: Environment) -> None:
-    """Raise TargetMisdeclared when the target file is wrong about the server; note what the checks need."""
+async def preflight(env: Environment, slow_tool: bool = True) -> None:
+    """Raise TargetMisdeclared when the target file is wrong about the server; note what the checks need. With
+    `slow_tool` False (no selected check plays it), the slow tool is not measured."""
     ctx = CheckContext(env, "preflight", [])
     if not env.target.serves_gns3:
-        await _channels_only(ctx)
+        await _channels_only(ctx, slow_tool)
         return
     await _prefix_and_users(ctx)
     await _llm_and_tools(ctx)
-    env.slow_tool_seconds = await _slow_tool(ctx) or 0.0
+    env.slow_tool_seconds = (await _slow_tool(ctx) if slow_tool else None) or 0.0

@@ -98,7 +98,11 @@ def _fill(value: str, mapping: dict[str, str]) -> str:
     return value
 
 
-async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed: int = DEFAULT_SEED) -> Prepared:
+async def prepare(
+    target: Target, workdir: Path, client: httpx.AsyncClient, seed: int = DEFAULT_SEED, slow_tool: bool = True
+) -> Prepared:
+    """Start the fake LLM and the target, provision users and projects, and preflight (measuring the slow tool
+    when `slow_tool`: a selected check plays it)."""
     processes: list[Process] = []
     try:
         scripts = target_scripts(target, workdir / "scripts")
@@ -135,7 +139,7 @@ async def prepare(target: Target, workdir: Path, client: httpx.AsyncClient, seed
             base_url = target.data["base_url"].rstrip("/")
         prepared = await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
         prepared.env.seed = seed
-        await preflight(prepared.env)
+        await preflight(prepared.env, slow_tool)
         return prepared
     except BaseException:
         for process in reversed(processes):

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from conformance.checks import select
 from conformance.cli import cli
 from conformance.harness.target import load_target
 
@@ -72,3 +73,18 @@ def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_
     assert f"change the target file: {key}: " in result.output
     assert "Traceback" not in result.output and "FAIL" not in result.output
     assert not (tmp_path / "reports").exists()  # nothing was judged, so nothing is reported
+
+
+@pytest.mark.slow  # a suite run: left out of --quick
+def test_the_slow_tool_is_measured_only_for_a_run_whose_checks_play_it(tmp_path):
+    """A run of checks that never play the slow tool does not wait for it: a slow tool that is quick passes preflight
+    there (no verdict depends on it), and stops a run that plays it (the test above)."""
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--target", target_file(tmp_path, _slow_tool_that_is_quick), "--only", "channel_ag_ui",
+         "--report-dir", str(tmp_path / "reports"), "--quiet"],
+        prog_name="copilot-conformance",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert not any(spec.slow_tool for spec in select(["channel_ag_ui"]))
+    assert {spec.id for spec in select(None) if spec.slow_tool} >= {"abort.running_turn", "channels.abort"}

@@ -229,7 +229,7 @@ def _agui_text_content_after_end() -> None:
     "agui-tool-args-after-end",
     "a tool call is ended after its first TOOL_CALL_ARGS: its later argument deltas follow its TOOL_CALL_END",
     {"AGUI-PROTO-004"},  # TOOL_CALL_ARGS of a call no longer open (verifyEvents: "No active tool call")
-    {"AGUI-002"},  # the contract's TOOL_CALL_END comes once the arguments are complete: they are cut, not JSON
+    {"AGUI-PROTO-006"},  # the arguments a call streams between its start and end are cut: not the model's
     only=(AG_UI,),
 )
 def _agui_tool_args_after_end() -> None:
