@@ -187,6 +187,29 @@ def _openai_tool_calls_on_one_index() -> None:
     ChatCompletionStream.feed = feed
 
 
+@mutant(
+    "responses-text-then-tool-fails",
+    "a Responses stream whose generation streamed text and then calls a tool ends in `response.failed` "
+    "(langgraph-openai-serve 0.31's shape)",
+    {"OPENAI-PROTO-009"},  # a response whose generation completed ends in response.completed
+    {"OPENAI-006"},  # the contract's response carries the turn's whole text
+    only=(OPENAI,),
+)
+def _responses_text_then_tool_fails() -> None:
+    from reference_server.channels.openai_responses import ResponseEventStream
+
+    original = ResponseEventStream.feed
+
+    def feed(self, batch: list[dict[str, Any]]) -> str:
+        for n, event in enumerate(batch):
+            if event["type"] == "tool_call" and self.text and not self.ended:
+                failed = {"type": "error", "error": "Internal server error", "code": "internal_error"}
+                return original(self, [*batch[:n], failed])
+        return original(self, batch)
+
+    ResponseEventStream.feed = feed
+
+
 # --- the GNS3 stream and the statistics -----------------------------------------------------------------------------
 
 
@@ -205,6 +228,81 @@ def _tool_call_fragments_by_position() -> None:
         return original(self, [{**chunk, "index": position} for position, chunk in enumerate(chunks)])
 
     ToolCallStreamAccumulator.add_chunks = add_chunks
+
+
+@mutant(
+    "content-stops-at-an-empty-delta",
+    "an empty delta after the generation's first text is taken for its end: the text after it is not streamed (it is "
+    "still stored)",
+    {"STREAM-CONTENT-001"},  # what a turn streams is what its history holds
+)
+def _content_stops_at_an_empty_delta() -> None:
+    from reference_server.agent.stream_translator import StreamTranslator
+
+    original = StreamTranslator._on_chunk
+
+    def on_chunk(self, chunk: Any) -> list[dict[str, Any]]:
+        text = chunk.content if isinstance(chunk.content, str) else chunk.text
+        if self.__dict__.get("_mutant_stopped"):
+            return [e for e in original(self, chunk) if e["type"] != "content"]
+        if not text and not chunk.tool_call_chunks and self.streamed and not chunk.response_metadata:
+            self._mutant_stopped = True  # an empty delta mid-generation (the finish chunk has its metadata)
+        return original(self, chunk)
+
+    StreamTranslator._on_chunk = on_chunk
+
+
+@mutant(
+    "usage-on-the-finish-chunk-ignored",
+    "a generation's usage is counted only from a usage chunk of its own (`choices: []`): usage a provider sends on "
+    "the finish chunk is not counted",
+    {"STATS-003"},  # the tokens are the generations' reported usage, wherever the stream carried it
+)
+def _usage_on_the_finish_chunk_ignored() -> None:
+    from reference_server.agent.stream_translator import StreamTranslator
+
+    original_chunk, original_translate = StreamTranslator._on_chunk, StreamTranslator.translate
+
+    def on_chunk(self, chunk: Any) -> list[dict[str, Any]]:
+        if chunk.usage_metadata and chunk.response_metadata.get("finish_reason"):
+            self._mutant_usage_on_finish = True
+        return original_chunk(self, chunk)
+
+    def translate(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        if raw["event"] == "on_chat_model_end" and self.__dict__.pop("_mutant_usage_on_finish", False):
+            counted = self.stats.add_usage
+            self.stats.add_usage = lambda usage: None  # this generation's usage is dropped
+            try:
+                return original_translate(self, raw)
+            finally:
+                self.stats.add_usage = counted
+        return original_translate(self, raw)
+
+    StreamTranslator._on_chunk, StreamTranslator.translate = on_chunk, translate
+
+
+@mutant(
+    "finish-length-taken-for-an-error",
+    "a generation that ends with finish_reason `length` (cut at its token limit) is reported as an `error` event, "
+    "as if it had failed",
+    {"OPENAI-PROTO-002"},  # a completed generation is not ended by an error frame (the client raises APIError)
+    {"OPENAI-002"},  # the contract's turn: the script's text, then its finish chunk
+    only=(OPENAI,),
+)
+def _finish_length_taken_for_an_error() -> None:
+    from reference_server.agent.stream_translator import StreamTranslator
+
+    original = StreamTranslator.translate
+
+    def translate(self, raw: dict[str, Any]) -> list[dict[str, Any]]:
+        events = original(self, raw)
+        output = raw.get("data", {}).get("output") if raw["event"] == "on_chat_model_end" else None
+        if getattr(output, "response_metadata", {}).get("finish_reason") == "length":
+            cut = {"type": "error", "error": "the answer was cut at the token limit", "session_id": self.session_id}
+            events = [*events, cut]
+        return events
+
+    StreamTranslator.translate = translate
 
 
 @mutant(
