@@ -130,8 +130,8 @@ def ensure_playground() -> None:
 # pytest-xdist. `--dist loadgroup`: a module's tests stay on one worker, so its servers are started once
 # (tests/conftest.py groups them; a module whose tests each make their own run spreads them), and the groups are
 # taken by whichever worker is free, longest first. Most of a test's time is spent waiting on servers and scripted
-# silences, so there are more workers than cores.
-TEST_WORKERS = 6
+# silences (a run with 6 workers kept 2 cores about 73 % busy), so there are four workers per core.
+TEST_WORKERS = 8
 # `--no-loadscope-reorder`: the units go out in the collection's order, longest first (tests/scheduling.py).
 WORKERS = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--no-loadscope-reorder")
 FULL_TEST = (*WORKERS, "--durations=25", "--junitxml", ".cache/tests.xml")
@@ -173,22 +173,37 @@ class _Load:
 
 def cmd_test(extra: list[str]) -> int:
     python = ensure_venv()
+    quick, under_load = "--quick" in extra, "--under-load" in extra
+    rest = [a for a in extra if a not in ("--quick", "--under-load")]
+    full = not quick and not rest or under_load
+    (ROOT / ".cache").mkdir(exist_ok=True)
+    # The GNS3 releases and peers the full command judges, installed side by side in the background from the start:
+    # mostly waiting on the package registry, beside the other set-up and the first tests. A test that needs one
+    # waits for its install (each environment is installed by one process at a time: install_lock); a failed install
+    # fails its own tests, with pip's words (in .cache/third-party.log).
+    installs = _background(python, "-m", "tests.third_party", log=ROOT / ".cache" / "third-party.log") if full else None
     ensure_node_modules()
     ensure_python_sdk(python)
     ensure_playground()
     ensure_chromium()
-    quick, under_load = "--quick" in extra, "--under-load" in extra
-    rest = [a for a in extra if a not in ("--quick", "--under-load")]
     if rest and not (quick or under_load):  # a chosen subset, for iteration: one pytest as asked
         return _pytest(python, rest)
-    (ROOT / ".cache").mkdir(exist_ok=True)
-    if not quick:  # set-up: the GNS3 releases and peers the tests judge, installed side by side before they start
-        _run(python, "-m", "tests.third_party", check=False)  # a failed install fails its own tests, with pip's words
     args = [*(QUICK_TEST if quick else FULL_TEST), *rest, "tests"]
-    if not under_load:
-        return _pytest(python, args)
-    with _Load():
-        return _pytest(python, args)
+    try:
+        if not under_load:
+            return _pytest(python, args)
+        with _Load():
+            return _pytest(python, args)
+    finally:
+        if installs is not None:
+            installs.wait()  # long done by the end of the tests; never left running
+
+
+def _background(*args: str | Path, log: Path) -> subprocess.Popen:
+    where = f"(in the background, its output in {log.relative_to(ROOT)})"
+    print("+", " ".join(str(a) for a in args), where, flush=True)
+    with open(log, "w") as out:
+        return subprocess.Popen([str(a) for a in args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
 
 
 def cmd_conformance(extra: list[str]) -> int:

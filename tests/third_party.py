@@ -1,9 +1,9 @@
 """`python -m tests.third_party`: install, side by side, the third-party servers the full test command judges
 (gns3-server's oldest and newest supported releases, every peer), each into its cached, pinned environment under
-.cache/. `python3 tasks.py test` runs it as set-up before the tests start: an install is mostly waiting on the
-package registry and unpacking, which is quicker done at once on an idle machine than by the tests that need it,
-one by one, beside the other tests' load. The tests still ensure their own server (a no-op once installed), so a
-chosen subset of tests works without this."""
+.cache/. `python3 tasks.py test` starts it in the background at the start of its set-up (its output in
+.cache/third-party.log): an install mostly waits on the package registry and unpacking, which overlaps the rest of
+the set-up and the first tests. The tests ensure their own server too, waiting for an install under way (one process
+at a time per environment, conformance/harness/install_lock.py), so a chosen subset of tests works without this."""
 
 from __future__ import annotations
 
