@@ -130,8 +130,9 @@ def ensure_playground() -> None:
 # pytest-xdist. `--dist loadgroup`: a module's tests stay on one worker, so its servers are started once
 # (tests/conftest.py groups them; a module whose tests each make their own run spreads them), and the groups are
 # taken by whichever worker is free, longest first. Most of a test's time is spent waiting on servers and scripted
-# silences (a run with 6 workers kept 2 cores about 73 % busy), so there are four workers per core.
-TEST_WORKERS = 8
+# silences, so there are more workers than cores (8 on 2 cores made the command slower than 6: more CPU for
+# the same work, under more contention).
+TEST_WORKERS = 6
 # `--no-loadscope-reorder`: the units go out in the collection's order, longest first (tests/scheduling.py).
 WORKERS = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--no-loadscope-reorder")
 FULL_TEST = (*WORKERS, "--durations=25", "--junitxml", ".cache/tests.xml")

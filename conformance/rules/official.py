@@ -34,10 +34,10 @@ def schema(name: str) -> dict[str, Any]:
 
 @cache
 def validator(name: str) -> Validator:
+    """The schema's validator (its draft's class); the schema itself is proven against its metaschema by the
+    project's tests (tests/contract/test_official_schemas.py), not again by every run: that costs most of a second."""
     document = schema(name)
-    cls = validators.validator_for(document)
-    cls.check_schema(document)
-    return cls(document)
+    return validators.validator_for(document)(document)
 
 
 def _describe(error: exceptions.ValidationError) -> str:
@@ -52,7 +52,46 @@ def _describe(error: exceptions.ValidationError) -> str:
     return line
 
 
+@cache
+def _branches(name: str) -> dict[Any, Validator]:
+    """For a schema that is a union told apart by its `type` (AG-UI's events, the UI message chunks, the Responses
+    stream events: each branch an object whose `type` is one constant), each constant's branch as a validator of
+    its own (resolving against the whole document). An instance of a known `type` can match no other branch, so
+    its branch alone judges it as the union does, at a fraction of the cost; empty when the schema is no such
+    union, or two branches share a constant."""
+    document = schema(name)
+    union = document.get("oneOf") or document.get("anyOf")
+    if not isinstance(union, list):
+        return {}
+    found: dict[Any, Validator] = {}
+    for branch in union:
+        const = _type_const(document, branch)
+        if const is None or const in found:
+            return {}
+        found[const] = validator(name).evolve(schema=branch)
+    return found
+
+
+def _type_const(document: dict[str, Any], branch: Any) -> Any:
+    """The constant `type` of a union's branch (through one local $ref), or None."""
+    ref = branch.get("$ref") if isinstance(branch, dict) else None
+    if isinstance(ref, str) and ref.startswith("#/"):
+        branch = document
+        for part in ref[2:].split("/"):
+            branch = branch.get(part) if isinstance(branch, dict) else None
+    if not isinstance(branch, dict) or branch.get("type") != "object":
+        return None
+    declared = (branch.get("properties") or {}).get("type") or {}
+    if "const" in declared:
+        return declared["const"]
+    enum = declared.get("enum")
+    return enum[0] if isinstance(enum, list) and len(enum) == 1 else None
+
+
 def errors(name: str, instance: Any) -> list[str]:
     """Every validation error of `instance` against the official schema `name`, as readable lines."""
-    found = sorted(validator(name).iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
+    kind = instance.get("type") if isinstance(instance, dict) else None
+    branch = _branches(name).get(kind) if isinstance(kind, str) else None
+    checker = branch if branch is not None else validator(name)
+    found = sorted(checker.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
     return [_describe(error) for error in found]
