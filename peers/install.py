@@ -80,16 +80,8 @@ def _ensure(peer: Peer) -> Path:
     print(f"installing {peer.requirement} into {where} (once; under a minute)...", file=sys.stderr, flush=True)
     venv.EnvBuilder(with_pip=True).create(peer.venv)
     command = [str(peer.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    result = subprocess.run([*command, "-r", str(peer.requirements_file)], capture_output=True, text=True)
-    if result.returncode != 0:
-        shutil.rmtree(peer.venv, ignore_errors=True)
-        raise InstallError(
-            f"installing {peer.requirement} from {peer.requirements_file.relative_to(REPO)} failed "
-            f"(pip exit {result.returncode}; the package registry must be reachable the first time):\n"
-            f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
-        )
-    (peer.venv / STAMP).write_text(fingerprint(peer))
-    print(f"installed {peer.distribution} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+    source = f"{peer.requirement} from {peer.requirements_file.relative_to(REPO)}"
+    _install(peer, "pip", [*command, "-r", str(peer.requirements_file)], peer.venv, source, started)
     return peer.python
 
 
@@ -111,17 +103,26 @@ def _ensure_node(peer: Peer) -> Path:
     print(f"installing {peer.distribution} {peer.version} into {where} (npm ci, once)...", file=sys.stderr, flush=True)
     # --ignore-scripts: the pinned packages are plain JavaScript; nothing of theirs runs at install time.
     command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
-    result = subprocess.run(command, cwd=peer.node_home, capture_output=True, text=True)
+    source = f"{peer.name} from {peer.node_package.relative_to(REPO)}/package-lock.json"
+    _install(peer, "npm", command, peer.node_home, source, started, cwd=peer.node_home)
+    return home(peer)
+
+
+def _install(
+    peer: Peer, tool: str, command: list[str], where: Path, source: str, started: float, cwd: Path | None = None
+) -> None:
+    """Run `tool` (pip, npm) installing `source` into `where`, then stamp it with the pin list's fingerprint; on
+    failure remove `where` and raise with the installer's own words."""
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
-        shutil.rmtree(peer.node_home, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
         raise InstallError(
-            f"installing {peer.name} from {peer.node_package.relative_to(REPO)}/package-lock.json failed "
-            f"(npm exit {result.returncode}; the package registry must be reachable the first time):\n"
+            f"installing {source} failed ({tool} exit {result.returncode}; the package registry must be reachable "
+            "the first time):\n"
             f"{result.stdout[-3000:]}{result.stderr[-3000:]}"
         )
-    (peer.node_home / STAMP).write_text(fingerprint(peer))
+    (where / STAMP).write_text(fingerprint(peer))
     print(f"installed {peer.distribution} in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
-    return home(peer)
 
 
 def lay_out_node_app(peer: Peer, folder: Path) -> Path:
