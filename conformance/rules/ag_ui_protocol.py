@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from conformance.rules import official
+from conformance.rules.expected import calls_by_generation
 from conformance.rules.violations import Violation, short
 from conformance.transport.sse import INVALID
 
@@ -267,14 +268,8 @@ def tool_calls(answer: ChannelAnswer, expected: ExpectedTurn | None) -> list[Vio
     if expected is None or expected.fails or answer.sse is None:
         return []
     shown = shown_calls(events(answer))
-    order = list(shown)
     found: list[Violation] = []
-    position = 0
-    for number, generation in enumerate(expected.generations):
-        if not generation.tool_calls:
-            continue
-        mine = order[position : position + len(generation.tool_calls)]
-        position += len(generation.tool_calls)
+    for number, generation, mine in calls_by_generation(expected, list(shown)):
         made = [call.name for call in generation.tool_calls]
         if len(mine) < len(made):
             message = f"generation {number} made {len(made)} tool calls {made}; {len(mine)} were streamed (started)"

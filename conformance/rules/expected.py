@@ -43,6 +43,18 @@ class ExpectedTurn:
         return [call for g in self.generations for call in g.tool_calls]
 
 
+def calls_by_generation(expected: ExpectedTurn, shown: list[Any]) -> list[tuple[int, Generation, list[Any]]]:
+    """(number, generation, its shown calls) for each generation that made calls: the calls a stream showed, in the
+    order they appeared, paired with the model's by that order (a stream that shows fewer gives the last ones
+    fewer)."""
+    paired, position = [], 0
+    for number, generation in enumerate(expected.generations):
+        if generation.tool_calls:
+            paired.append((number, generation, shown[position : position + len(generation.tool_calls)]))
+            position += len(generation.tool_calls)
+    return paired
+
+
 def expected_turn(scripts: dict[str, dict[str, Any]], script: str) -> ExpectedTurn:
     """The turn a script plays: generations up to the first that fails (a mid-stream failure keeps the chunks the
     fake LLM sent before it; an HTTP failure sends none)."""

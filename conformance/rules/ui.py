@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from conformance.rules import ui_protocol
+from conformance.rules.expected import calls_by_generation
 from conformance.rules.ui_protocol import NEEDS_TOOL_PART, ident
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import json_or_none
@@ -353,10 +354,8 @@ def _inputs_before_outputs(found: list[tuple[int, dict[str, Any]]], expected: Ex
     if expected is None or expected.fails:
         return []
     parts = ui_protocol.shown_tools(found)
-    order, position, violations = list(parts), 0, []
-    for number, generation in enumerate(expected.generations):
-        mine = order[position : position + len(generation.tool_calls)]
-        position += len(generation.tool_calls)
+    violations = []
+    for number, _generation, mine in calls_by_generation(expected, list(parts)):
         first = min((parts[c]["output"] for c in mine if parts[c]["output"] is not None), default=None)
         for call_id in mine:
             ready = (
