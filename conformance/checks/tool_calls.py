@@ -62,9 +62,9 @@ async def parallel(ctx: CheckContext) -> None:
         problems = rule_problems([result], "TOOLCALL-006")
         if sorted(completed) != ids:
             problems.append(f"{script}: completed calls {completed}, expected {' and '.join(ids)}, each once")
-        if len(ends) != 2 or (None not in started and sorted(started) != ids):
+        if len(ends) != len(ids) or (None not in started and sorted(started) != ids):
             problems.append(
-                f"{script}: started {started} and {len(ends)} tool_end events, expected both calls started and ended"
+                f"{script}: started {started} and {len(ends)} tool_end events, expected every call started and ended"
             )
         ctx.findings.expect("TOOLCALL-006", not problems, "; ".join(problems), result.exchange)
 
