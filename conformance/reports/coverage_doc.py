@@ -60,30 +60,42 @@ def render() -> str:
         "when it is "
         "stale. For every MUST and SHOULD: the states and boundaries the suite judges it in, and by which check "
         f"(*{EVERY_STREAM}*: judged on every stream and answer of the run, whichever check read it). **Gaps** are "
-        "states the rule's text covers that no check judges yet.",
+        "states the rule's text covers that no check judges yet. *Judged* counts, for each rule, the states judged of "
+        "the states its text names (the judged ones and the gaps).",
         "",
     ]
     section = None
     for record in judged_rules():
         if record["section"] != section:
             section = record["section"]
-            lines += [f"## {section}", "", "| requirement | state | judged by |", "|---|---|---|"]
+            lines += [f"## {section}", "", "| requirement | judged | state | judged by |", "|---|---|---|---|"]
         states = coverage.get(record["id"], {})
+        judged, named = state_counts(states)
+        tally = f"{judged} of {named}"
         first = True
         for state, judged_by in states.items():
             if state == "gaps":
                 continue
             name = f"**{record['id']}** ({record['level']})" if first else ""
             shown = f"*{judged_by}*" if judged_by in (EVERY_STREAM, PREFLIGHT) else f"`{judged_by}`"
-            lines.append(f"| {name} | {state} | {shown} |")
+            lines.append(f"| {name} | {tally if first else ''} | {state} | {shown} |")
             first = False
         for gap in states.get("gaps", []):
-            lines.append(f"| {'**' + record['id'] + '**' if first else ''} | **gap:** {gap} | none yet |")
+            head = f"**{record['id']}** ({record['level']}) | {tally}" if first else " | "
+            lines.append(f"| {head} | **gap:** {gap} | none yet |")
             first = False
     lines = _close_tables(lines)
     gaps = sum(len(states.get("gaps", [])) for states in coverage.values())
-    lines += ["", f"{len(judged_rules())} rules; {gaps} known gaps.", ""]
+    counts = [state_counts(states) for states in coverage.values()]
+    judged, named = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    lines += ["", f"{len(judged_rules())} rules; {judged} of {named} states judged; {gaps} known gaps.", ""]
     return "\n".join(lines)
+
+
+def state_counts(states: dict[str, Any]) -> tuple[int, int]:
+    """(states judged, states the rule's text names): each judged line of coverage.yaml is one state, each gap one."""
+    judged = sum(1 for state in states if state != "gaps")
+    return judged, judged + len(states.get("gaps", []))
 
 
 def _close_tables(lines: list[str]) -> list[str]:
