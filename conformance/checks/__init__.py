@@ -60,6 +60,11 @@ AREAS: dict[str, str] = {
 }
 
 
+# Modules of checks besides the areas' own, and the area their checks belong to (their ids' first part): a
+# table-driven check whose table spans the rules of several areas (conformance/rules/session_states.py).
+PARTS: dict[str, str] = {"session_states": "sessions"}
+
+
 @dataclass(frozen=True)
 class CheckSpec:
     id: str
@@ -135,7 +140,7 @@ def check(
 
 def load_all() -> dict[str, CheckSpec]:
     """Import every area module; each registers its checks."""
-    for area in sorted(set(AREAS.values())):
+    for area in sorted(set(AREAS.values()) | set(PARTS)):
         if importlib.util.find_spec(f"{__name__}.{area}") is not None:
             importlib.import_module(f"{__name__}.{area}")
     return REGISTRY

@@ -112,6 +112,9 @@ async def order(ctx: CheckContext) -> None:
     await turn(ctx, "LIST-002", pinned)
     exchange = await ctx.client.call("PUT", f"/sessions/{pinned}/pin", operation="pinSession")
     ctx.findings.require_status(exchange, 200, "LIST-002")
+    # Then a newer, unpinned session: `pinned` and `updated_at` disagree, and the pinned one must still come first.
+    newer = ctx.session_id("newer")
+    await turn(ctx, "LIST-002", newer)
     # Over HTTP a tie cannot be forced; with db_access, the database gets one (else only the order is judged).
     forced = ""
     if "db_access" in ctx.target.capabilities:
@@ -120,13 +123,23 @@ async def order(ctx: CheckContext) -> None:
             failure = await project_db.tie_updated_at(path, tied)
             forced = f" (a tie could not be written in {path}: {failure})" if failure else " (tied in the database)"
     sessions = await listing(ctx, "LIST-002")
-    mine = {s.get("thread_id"): s for s in sessions if s.get("thread_id") in (*tied, pinned)}
+    mine = {s.get("thread_id"): s for s in sessions if s.get("thread_id") in (*tied, pinned, newer)}
     ctx.findings.require(
-        len(mine) == 4, "LIST-002", f"{4 - len(mine)} of the check's 4 sessions are missing from the listing"
+        len(mine) == 5, "LIST-002", f"{5 - len(mine)} of the check's 5 sessions are missing from the listing"
     )
     ctx.findings.expect(
         "LIST-002", mine[pinned].get("pinned") is True, f"the pinned session {pinned} is listed unpinned"
     )
+    older, later = time_key(mine[pinned].get("updated_at")), time_key(mine[newer].get("updated_at"))
+    if older[0] == later[0] and later[1] > older[1]:  # they disagree (else LIST-003's to judge, not this order)
+        at = {s.get("thread_id"): n for n, s in enumerate(sessions)}
+        ctx.findings.expect(
+            "LIST-002",
+            at[pinned] < at[newer],
+            f"the pinned session {pinned} (updated_at {mine[pinned].get('updated_at')}) is listed at position "
+            f"{at[pinned]}, after the newer unpinned session {newer} (updated_at {mine[newer].get('updated_at')}) "
+            f"at {at[newer]}: pinned sessions come first whatever their updated_at",
+        )
     problems = order_problems(sessions)
     ctx.findings.expect(
         "LIST-002",

@@ -93,6 +93,9 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "sessions.rename": _blocked(),
     "sessions.never_created": _always("a session id that was never used is one request per endpoint"),
     "sessions.delete": _blocked(),
+    # Each cell's session needs a served turn first (and the running cells a slow turn).
+    "sessions.states": _blocked(),
+    "sessions.states_running": _blocked(),
     "stats.single_turn": _blocked(),
     # With the tools failing, no tool turn is counted.
     "stats.tool_turn": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
