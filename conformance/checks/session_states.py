@@ -17,7 +17,15 @@ from conformance.checks.support import find_session, generation_started, setup_t
 from conformance.checks.turns import describe, served
 from conformance.harness.machine_load import stretched
 from conformance.rules.operations import operation
-from conformance.rules.session_states import STATE_WORDS, Cell, Observed, cells, judged_requirements, problems
+from conformance.rules.session_states import (
+    STATE_WORDS,
+    Cell,
+    Observed,
+    cells,
+    judged_requirements,
+    problems,
+    unplayable,
+)
 from conformance.transport.exchanges import Exchange, json_or_none
 
 SETTLE = 1.0  # seconds after a running turn's stream ended before its effect is read (the suite's own wait)
@@ -126,6 +134,9 @@ async def states(ctx: CheckContext) -> None:
     sessions = [ctx.session_id(f"{state}-{op}") for state, op, _ in plays]
     await _all([_prepare(ctx, session, state) for session, (state, _, _) in zip(sessions, plays, strict=True)])
     await _all([_play_idle(ctx, state, op, cell, s) for s, (state, op, cell) in zip(sessions, plays, strict=True)])
+    for requirement, capability in unplayable(("renamed", "pinned"), ctx.target.capabilities).items():
+        if requirement not in ctx.findings.judged():
+            ctx.findings.not_testable(requirement, f"the target does not declare the capability {capability}")
 
 
 # --- a session running a turn ----------------------------------------------------------------------------------

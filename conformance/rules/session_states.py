@@ -266,6 +266,16 @@ def cells(state: str, capabilities: set[str]) -> list[tuple[str, Cell]]:
     return sorted(row, key=lambda item: item[0] in ENDS_THE_SESSION)
 
 
+def unplayable(states: tuple[str, ...], capabilities: set[str]) -> dict[str, str]:
+    """Requirement -> the capability its cells of `states` need and the target does not declare."""
+    return {
+        e.requirement: CAPABILITY[op]
+        for (s, op), cell in TABLE.items()
+        if s in states and op in CAPABILITY and CAPABILITY[op] not in capabilities
+        for e in cell.expect
+    }
+
+
 def requirements_judged_here() -> set[str]:
     return {e.requirement for cell in TABLE.values() for e in cell.expect}
 

@@ -143,3 +143,16 @@ def test_the_judgement_of_a_delete():
 def test_a_member_of_another_type_is_not_equal():
     cell = Cell("X", (Expect("answer.pinned", True, "PIN-001"), Expect("answer.title", SENT, "SESSION-004")))
     assert [rid for rid, _ in problems(cell, _seen(body={"pinned": 1, "title": "New"}))] == ["PIN-001"]
+
+
+def test_the_abort_cells_need_the_capability():
+    assert [op for op, _ in table.cells("pinned", set())] == [
+        "renameSession",
+        "pinSession",
+        "unpinSession",
+        "getSessionHistory",
+        "streamChat",
+        "deleteSession",
+    ]
+    assert table.unplayable(("renamed", "pinned"), set()) == {"ABORT-003": "abort", "ABORT-005": "abort"}
+    assert table.unplayable(("renamed", "pinned"), {"abort"}) == {}
