@@ -62,7 +62,10 @@ AREAS: dict[str, str] = {
 
 # Modules of checks besides the areas' own, and the area their checks belong to (their ids' first part): a
 # table-driven check whose table spans the rules of several areas (conformance/rules/session_states.py).
-PARTS: dict[str, str] = {"session_states": "sessions"}
+PARTS: dict[str, str] = {
+    "boundaries": "inputs",  # every bound of openapi.yaml's requests (conformance/rules/boundaries.py)
+    "session_states": "sessions",
+}
 
 
 @dataclass(frozen=True)

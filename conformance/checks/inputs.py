@@ -1,5 +1,6 @@
-"""Input (INPUT-*): the stream request's members validated at and around their bounds, 422 bodies with one entry
-per invalid field, unknown members ignored, malformed JSON refused, a request's temperature used for its turn."""
+"""Input (INPUT-*): the stream request's members validated by type and value, 422 bodies with one entry per invalid
+field, unknown members ignored in every request body, malformed JSON refused, a request's temperature used for its
+turn. Every bounded value of every request, at and around its bounds, is inputs.boundaries' (boundaries.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from conformance.channels.gns3_stream import StreamResult
 from conformance.checks import check
 from conformance.checks.blame import require_served
 from conformance.checks.context import CheckContext
-from conformance.checks.support import call_operation, judge_not_streamed, require_capability, setup_turn
+from conformance.checks.support import (
+    answered,
+    call_operation,
+    judge_not_streamed,
+    require_capability,
+    setup_turn,
+    valid_body,
+)
 from conformance.checks.turns import describe, script_text, served
+from conformance.errors import HarnessError
+from conformance.rules import boundaries as bounds_rules
 from conformance.rules.operations import operation
 from conformance.transport.exchanges import Exchange, json_or_none
-from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH as LONGEST
 
 # --- input ------------------------------------------------------------------------------------------------------
 
@@ -90,12 +99,9 @@ async def validation(ctx: CheckContext) -> None:
     cases: list[tuple[str | None, Any, list[str] | None, str]] = [
         ("INPUT-001", {}, ["message"], "a body without `message`"),
         ("INPUT-001", {"message": ""}, ["message"], "an empty `message`"),
-        ("INPUT-001", {"message": "x" * (LONGEST + 1)}, ["message"], f"a `message` of {LONGEST + 1} characters"),
         ("INPUT-001", {"message": 42}, ["message"], "`message` 42 (a number)"),
         ("INPUT-001", {"message": None}, ["message"], "`message` null"),
         ("INPUT-002", {"message": tagged, "mode": "voice"}, ["mode"], '`mode` "voice"'),
-        ("INPUT-003", {"message": tagged, "temperature": 2.5}, ["temperature"], "`temperature` 2.5"),
-        ("INPUT-003", {"message": tagged, "temperature": -0.1}, ["temperature"], "`temperature` -0.1"),
         ("INPUT-003", {"message": tagged, "temperature": "hot"}, ["temperature"], '`temperature` "hot"'),
         # JSON types are taken as they are: a string, or a boolean, is not a number.
         ("INPUT-003", {"message": tagged, "temperature": "0.5"}, ["temperature"], '`temperature` "0.5" (a string)'),
@@ -135,14 +141,10 @@ async def validation(ctx: CheckContext) -> None:
         "a stream request with `stream` false",
         precheck=False,
     )
-    # The limits themselves are accepted: LONGEST characters, mode text, stream true, temperature null, 0 and 2.0.
-    long_text = ctx.message("cs-plain", "")
-    long_text = "x" * (LONGEST - len(long_text)) + long_text
+    # The bounds themselves (a message of 1 or 100000 characters, temperature 0 and 2.0...) are inputs.boundaries'.
     accepted = [
-        ("INPUT-001", {"message": long_text, "mode": "text", "stream": True}, f"a `message` of {LONGEST} characters"),
+        ("INPUT-002", {"message": tagged, "mode": "text", "stream": True}, "`mode` text and `stream` true"),
         ("INPUT-003", {"message": tagged, "temperature": None}, "`temperature` null"),
-        ("INPUT-003", {"message": tagged, "temperature": 0}, "`temperature` 0"),
-        ("INPUT-003", {"message": tagged, "temperature": 2.0}, "`temperature` 2.0"),
     ]
     for requirement, body, what in accepted:
         result = await ctx.client.stream(body)
@@ -179,24 +181,47 @@ async def malformed_json(ctx: CheckContext) -> None:
             )
 
 
+UNKNOWN_MEMBERS = {"unknown_member": 1, "nested_unknown": {"a": [1, 2, {"b": None}]}, "x-vendor": "conformance"}
+
+
 @check("inputs.unknown_members")
 async def unknown_members(ctx: CheckContext) -> None:
-    body = {
-        "message": ctx.message("cs-plain"),
-        "unknown_member": 1,
-        "nested_unknown": {"a": [1, 2, {"b": None}]},
-        "x-vendor": "conformance",
-    }
-    result = await ctx.client.stream(body)
-    await require_served(
-        ctx,
-        served(ctx, result),
-        result,
-        "INPUT-008",
-        f"a valid request with unknown members was not served as a normal turn: {describe(result)} (expected the "
-        f"content {script_text(ctx, 'cs-plain')!r} and no error)",
-        stop=False,
-    )
+    """Every request body of the GNS3 chat API, with unknown members at its top and nested: served as without them
+    (INPUT-008), unless its schema refuses them (`additionalProperties: false`), then refused."""
+    session = ctx.session_id("unknown")
+    # The stream first: its turn makes the session that the other bodies' operations name.
+    bodies = sorted(bounds_rules.request_bodies(bounds_rules.chat_api()), key=lambda b: b[0] != "streamChat")
+    for operation_id, schema in bodies:
+        chosen = operation(operation_id)
+        body = valid_body(ctx, chosen, session)
+        if body is None:
+            raise HarnessError(f"inputs.unknown_members has no valid body for {operation_id}: add one to valid_body")
+        body = {**body, **UNKNOWN_MEMBERS}
+        ignored = bounds_rules.body_accepts_unknown(schema)
+        if operation_id == "streamChat":
+            result = await ctx.client.stream(body)
+            exchange, ok = result.exchange, served(ctx, result) == ignored
+            if not ok and ignored:
+                await require_served(
+                    ctx,
+                    False,
+                    result,
+                    "INPUT-008",
+                    f"a valid stream request with unknown members was not served as a normal turn: {describe(result)} "
+                    f"(expected the content {script_text(ctx, 'cs-plain')!r} and no error)",
+                )
+        else:
+            exchange = await call_operation(ctx, chosen, session, json_body=body)
+            ok = (exchange.status in bounds_rules.successes(chosen.statuses)) == ignored
+        expected = "served as without them" if ignored else "refused (its schema forbids them)"
+        ctx.findings.expect(
+            "INPUT-008",
+            ok,
+            f"{chosen.method} {chosen.path} with the unknown members {sorted(UNKNOWN_MEMBERS)}: {answered(exchange)}; "
+            f"expected it {expected}",
+            exchange,
+        )
+    await ctx.client.call("DELETE", f"/sessions/{session}", operation="deleteSession")
 
 
 @check("inputs.temperature_override")

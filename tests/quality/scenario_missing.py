@@ -70,6 +70,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "history.ids": _blocked(),
     "history.limit": _blocked(),
     "inputs.validation": _blocked(),
+    "inputs.boundaries": _blocked(),
     "inputs.malformed_json": _blocked(),
     "inputs.unknown_members": _blocked(),
     "inputs.temperature_override": _blocked(),
