@@ -9,8 +9,14 @@ has no administrator to make projects and configurations with, and the rule is N
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 import secrets
+import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from conformance.checks import check
@@ -34,10 +40,21 @@ class _Calls:
         self.ctx, self.admin = ctx, {"Authorization": f"Bearer {admin_token}"}
 
     async def __call__(
-        self, operation: str, method: str, path: str, expected: int, *, who: str = "main", json_body: Any = None
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        expected: int,
+        *,
+        who: str = "main",
+        json_body: Any = None,
+        token: str | None = None,
     ) -> Exchange:
-        """`who`: a user of the run, `admin` (the target file's administrator) or `nobody` (no token)."""
+        """`who`: a user of the run, `admin` (the target file's administrator) or `nobody` (no token); `token`: this
+        bearer token instead (`who` then only names it)."""
         user, headers = (None, self.admin) if who == "admin" else (None, None) if who == "nobody" else (who, None)
+        if token is not None:
+            user, headers = None, {"Authorization": f"Bearer {token}"}
         exchange = await self.ctx.client.call(
             method, path, operation=operation, user=user, headers=headers, json_body=json_body, absolute=True
         )
@@ -75,6 +92,15 @@ async def answers(ctx: CheckContext) -> None:
         me,
     )
     await call("getCurrentUser", "GET", "/v3/access/users/me", 401, who="nobody")
+    expired = _expired_token(ctx, main.token)
+    if expired is None:
+        ctx.findings.not_testable(RULE, f"no token that expired could be signed: {_key_problem(ctx)}")
+    else:
+        await call("getCurrentUser", "GET", "/v3/access/users/me", 401, who="main, expired", token=expired)
+    # Refused for want of a privilege: another user's LLM configurations are the administrator's to read.
+    other = ctx.env.users.get("other")
+    if other is not None and other.user_id:
+        await call("listLlmModelConfigs", "GET", f"/v3/access/users/{other.user_id}/llm-model-configs", 403)
     listed = await call("listProjects", "GET", "/v3/projects", 200, who="admin")
     ids = {p.get("project_id") for p in json_or_none(listed.body or "") or [] if isinstance(p, dict)}
     ctx.findings.expect(
@@ -127,6 +153,8 @@ async def _llm_configurations(ctx: CheckContext, controller: Any, call: _Calls) 
     user_id = await controller.create_user(f"cs-controller-{secrets.token_hex(4)}", "conformance-pass-1")
     configs = f"/v3/access/users/{user_id}/llm-model-configs"
     body = {**llm["config"], "base_url": ctx.env.fake_llm_url, "api_key": f"sk-conformance-{secrets.token_hex(8)}"}
+    # A user other than the administrator may not configure another user's LLM: 403, nothing made.
+    await call("createLlmModelConfig", "POST", configs, 403, json_body=body)
     made = await call("createLlmModelConfig", "POST", configs, 201, who="admin", json_body=body)
     config_id = _member(made, "config_id")
     if isinstance(config_id, str):
@@ -143,3 +171,43 @@ async def _llm_configurations(ctx: CheckContext, controller: Any, call: _Calls) 
         removed = await call("deleteLlmModelConfig", "DELETE", f"{configs}/{config_id}", 204, who="admin")
         if removed.status == 204:
             ctx.env.ledger.llm_configs.remove((user_id, config_id))
+
+
+def _token_key(ctx: CheckContext) -> bytes | None:
+    """The key the target declares it signs its tokens with (auth.token_key), or None."""
+    declared = ctx.env.target.section("auth", {}).get("token_key") or {}
+    if "value" in declared:
+        return declared["value"].encode()
+    if "file" in declared:
+        path = Path(declared["file"].replace("{workdir}", str(ctx.env.workdir)))
+        return path.read_bytes().strip() if path.is_file() else None
+    return None
+
+
+def _key_problem(ctx: CheckContext) -> str:
+    declared = ctx.env.target.section("auth", {}).get("token_key")
+    if not declared:
+        return "the target file declares no auth.token_key"
+    return f"auth.token_key {declared} cannot be read"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _expired_token(ctx: CheckContext, token: str | None) -> str | None:
+    """`token`'s own claims, expired an hour ago, signed HS256 with the target's key: a token the server issued in
+    every respect but its time, or None without a key or a token to start from."""
+    key = _token_key(ctx)
+    parts = (token or "").split(".")
+    if key is None or len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    now = int(time.time())
+    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    payload = _b64(json.dumps({**claims, "iat": now - 7200, "exp": now - 3600}).encode())
+    signature = hmac.new(key, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{_b64(signature)}"

@@ -2,10 +2,13 @@
 
 The part a chat client meets: privileges, built-in roles that hold them, and access control entries (ACEs) that
 give a user a role on a resource path (`/`, `/projects`, `/projects/{project_id}`). A privilege on a path is
-decided as gns3-server decides it (gns3server/db/repositories/rbac.py): the user's entries whose role holds the
-privilege are compared from the most specific path up to `/`; at the first level with an entry, a denying entry
-(`allowed: false`) refuses, and an allowing one grants when it is on the path itself or propagates. Superadmins
-hold every privilege. The creator of a project gets the `User` role on it when it is created, so a project
+decided as gns3-server decides it (gns3server/db/repositories/rbac.py): the user's entries are compared from the
+most specific path up to `/`; at the first level with an entry that counts, a denying entry refuses, and an
+allowing one whose role holds the privilege grants when it is on the path itself or propagates. A denying entry
+is one with `allowed: false` or of the built-in role `No Access`, and it refuses every privilege, whatever its
+role holds: gns3-server looks up only the entries whose role holds the privilege asked, so that there a deny of
+`Auditor` leaves `Project.Allocate` (close, delete) to a parent grant and `No Access`, holding nothing, forbids
+nothing (ACCESS-003, ACCESS-004; issue 34). Superadmins hold every privilege. The creator of a project gets the `User` role on it when it is created, so a project
 belongs to its creator and an administrator can still take that away. Groups and resource pools are not modelled.
 """
 
@@ -18,11 +21,12 @@ from typing import Any
 
 from reference_server.timestamps import utc_now
 
-from .roles import CREATOR_ROLE, builtin_id
+from .roles import CREATOR_ROLE, NO_ACCESS_ROLE, builtin_id
 from .store import ControllerStore, User
 
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # The resource paths this server controls access to (gns3-server accepts the path of any of its endpoints).
+NO_ACCESS_ID = builtin_id(NO_ACCESS_ROLE)  # its entries deny, allowing or not (ACCESS-003)
 RESOURCE_PATH = re.compile(rf"^/$|^/projects$|^/projects/{UUID_PATTERN}$")
 
 
@@ -63,15 +67,18 @@ def _ace(row: Any) -> Ace:
     )
 
 
-def decide(path: str, entries: list[tuple[str, bool, bool]]) -> bool:
-    """gns3-server's rule over (path, propagate, allowed) entries whose role holds the privilege."""
+def decide(path: str, entries: list[tuple[str, bool, bool, bool]]) -> bool:
+    """gns3-server's rule over the user's (path, propagate, allowed, holds) entries, `holds` saying whether the
+    entry's role holds the privilege asked and `allowed` false for a denying entry. A deny refuses every privilege
+    (ACCESS-003, ACCESS-004), on its path and, as in gns3-server, below it; a grant reaches below only when it
+    propagates."""
     components = path.rstrip("/").split("/")
     for end in range(len(components), 0, -1):
         level = "/".join(components[:end]) or "/"
-        here = [(propagate, allowed) for ace_path, propagate, allowed in entries if ace_path == level]
-        if any(not allowed for _, allowed in here):
+        here = [(propagate, allowed, holds) for ace_path, propagate, allowed, holds in entries if ace_path == level]
+        if any(not allowed for _, allowed, _ in here):
             return False
-        if any(allowed and (level == path or propagate) for propagate, allowed in here):
+        if any(holds and (level == path or propagate) for propagate, _, holds in here):
             return True
     return False
 
@@ -85,14 +92,18 @@ class AccessControl:
     async def has_privilege(self, user: User, path: str, privilege: str) -> bool:
         if user.is_superadmin:
             return True
+        # Every entry of the user, not only those whose role holds the privilege: a deny refuses whatever its role
+        # holds, and the role No Access, holding nothing, denies (ACCESS-003, ACCESS-004).
         rows = await self.store._rows(
-            "SELECT acl.path, acl.propagate, acl.allowed FROM acl "
-            "JOIN role_privileges rp ON rp.role_id = acl.role_id "
-            "JOIN privileges p ON p.privilege_id = rp.privilege_id "
-            "WHERE acl.user_id = ? AND p.name = ?",
-            (user.user_id, privilege),
+            "SELECT acl.path, acl.propagate, acl.allowed, acl.role_id, EXISTS (SELECT 1 FROM role_privileges rp "
+            "JOIN privileges p ON p.privilege_id = rp.privilege_id WHERE rp.role_id = acl.role_id AND p.name = ?) "
+            "FROM acl WHERE acl.user_id = ?",
+            (privilege, user.user_id),
         )
-        return decide(path, [(row[0], bool(row[1]), bool(row[2])) for row in rows])
+        return decide(
+            path,
+            [(row[0], bool(row[1]), bool(row[2]) and row[3] != NO_ACCESS_ID, bool(row[4])) for row in rows],
+        )
 
     # --- privileges and roles ---------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ BUILTIN_ROLES = {
     "No Access": ("Role with no privileges (used to forbid access)", []),
 }
 CREATOR_ROLE = "User"
+NO_ACCESS_ROLE = "No Access"  # an entry of it denies every privilege, whether it allows or not (access.py)
 CHAT_PRIVILEGE = "Project.Audit"  # seeing a project is enough to chat about it: the sessions are the user's own
 
 # Fixed ids (uuid5 of the name), so that every data directory names the built-in roles alike.

@@ -1,5 +1,7 @@
-"""Mutants of project access control (ACCESS-*), one per way an implementer gets it wrong: the chat forgets to ask,
-asks after the project's existence, the controller forgets to ask, or grants are cached past their removal.
+"""Mutants of project access control (ACCESS-*) and the controller (CONTROLLER-001), one per way an implementer gets
+it wrong: the chat forgets to ask, asks after the project's existence or after the LLM configuration, the controller
+forgets to ask, grants are cached past their removal or parent grants read once, a deny removes only its own role's
+privileges, a grant propagates though it should not, the LLM configurations' 403 or a token's expiry is forgotten.
 Registered in MUTANTS by tests/quality/mutants.py."""
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def _controller_ignores_access() -> None:
     "grants-cached",
     "a granted privilege is remembered per user and project: removing the grant changes nothing until a restart",
     {"ACCESS-003"},
+    {"ACCESS-004"},  # nor does a deny written later: the controller still lets the user read and close the project
 )
 def _grants_cached() -> None:
     from reference_server.controller.access import AccessControl
@@ -71,3 +74,153 @@ def _grants_cached() -> None:
         return allowed
 
     AccessControl.has_privilege = has_privilege
+
+
+# --- the entries beyond a grant on the project, the order of the refusals, the controller (issue 31) ---------------
+
+_ENTRIES_OF_THE_PRIVILEGE = (
+    "SELECT acl.path, acl.propagate, acl.allowed FROM acl JOIN role_privileges rp ON rp.role_id = acl.role_id "
+    "JOIN privileges p ON p.privilege_id = rp.privilege_id WHERE acl.user_id = ? AND p.name = ?"
+)
+
+
+@mutant(
+    "deny-only-its-roles-privileges",
+    "a denying entry removes only the privileges its own role holds (gns3-server's lookup): a deny of No Access "
+    "on a project that /projects grants forbids nothing, on the chat or the controller",
+    {"ACCESS-003", "ACCESS-004"},
+)
+def _deny_only_its_roles_privileges() -> None:
+    import reference_server.controller.access as access
+
+    async def has_privilege(self, user, path, privilege) -> bool:
+        if user.is_superadmin:
+            return True
+        rows = await self.store._rows(_ENTRIES_OF_THE_PRIVILEGE, (user.user_id, privilege))
+        return access.decide(path, [(row[0], bool(row[1]), bool(row[2]), True) for row in rows])
+
+    access.AccessControl.has_privilege = has_privilege
+
+
+@mutant(
+    "grant-propagates-always",
+    "an entry on a parent path reaches the paths below it even when it does not propagate",
+    {"ACCESS-003"},
+)
+def _grant_propagates_always() -> None:
+    import reference_server.controller.access as access
+
+    decide = access.decide
+    access.decide = lambda path, entries: decide(path, [(p, True, allowed, holds) for p, _, allowed, holds in entries])
+
+
+@mutant(
+    "parent-grants-read-once",
+    "a user's entries on parent paths are read at their first request and kept: a grant on /projects made later "
+    "never reaches the projects",
+    {"ACCESS-003"},
+)
+def _parent_grants_read_once() -> None:
+    import reference_server.controller.access as access
+
+    original = access.AccessControl.has_privilege
+    parents: dict[tuple[str, str], list] = {}
+
+    async def has_privilege(self, user, path, privilege) -> bool:
+        if user.is_superadmin:
+            return await original(self, user, path, privilege)
+        rows = await self.store._rows(
+            "SELECT acl.path, acl.propagate, acl.allowed, acl.role_id, EXISTS (SELECT 1 FROM role_privileges rp "
+            "JOIN privileges p ON p.privilege_id = rp.privilege_id WHERE rp.role_id = acl.role_id AND p.name = ?) "
+            "FROM acl WHERE acl.user_id = ?",
+            (privilege, user.user_id),
+        )
+        entries = [(r[0], bool(r[1]), bool(r[2]) and r[3] != access.NO_ACCESS_ID, bool(r[4])) for r in rows]
+        kept = parents.setdefault((user.user_id, privilege), [e for e in entries if e[0] != path])
+        return access.decide(path, [e for e in entries if e[0] == path] + kept)
+
+    access.AccessControl.has_privilege = has_privilege
+
+
+@mutant(
+    "llm-config-before-access",
+    "a stream request is asked for the caller's LLM configuration before their access: a caller without access "
+    "and without a configuration gets 400 llm_not_configured, learning that the check of access comes later",
+    {"ACCESS-002"},
+)
+def _llm_config_before_access() -> None:
+    import reference_server.prelude as preconditions
+    from reference_server.errors import ApiError
+
+    check_access = preconditions.require_project_privilege
+
+    async def llm_first(request, caller, project_id, privilege) -> None:
+        try:
+            await check_access(request, caller, project_id, privilege)
+        except ApiError:
+            configs = await request.app.state.services.store.llm_configs(caller.user.user_id)
+            if request.url.path.endswith("/stream") and not configs:
+                raise ApiError(400, "llm_not_configured", "LLM configuration not found.") from None
+            raise
+
+    preconditions.require_project_privilege = llm_first
+
+
+@mutant(
+    "llm-configs-of-anyone",
+    "any user reads and makes any other user's LLM configurations: the controller's 403 is missing",
+    {"CONTROLLER-001"},
+)
+def _llm_configs_of_anyone() -> None:
+    import reference_server.controller.llm_configs as llm_configs
+    from reference_server.errors import ApiError
+
+    async def anyone(user_id, caller, request) -> None:
+        if await llm_configs.services_of(request).store.user_by_id(user_id) is None:
+            raise ApiError(404, "user_not_found", f"User ID {user_id} doesn't exist")
+
+    llm_configs._config_owner = anyone
+
+
+@mutant(
+    "expired-tokens-accepted",
+    "a bearer token is accepted after it expired: only its signature is checked",
+    {"CONTROLLER-001"},
+)
+def _expired_tokens_accepted() -> None:
+    from types import SimpleNamespace
+
+    import jwt
+
+    from reference_server.controller import security
+
+    def decode(token, key, algorithms, options=None, **kwargs):
+        return jwt.decode(token, key, algorithms=algorithms, options={**(options or {}), "verify_exp": False}, **kwargs)
+
+    security.jwt = SimpleNamespace(decode=decode, encode=jwt.encode, PyJWTError=jwt.PyJWTError)
+
+
+@mutant(
+    "busy-before-access",
+    "a session busy with a turn is answered 409 session_busy before the caller's access is asked: a caller without "
+    "access learns that the session exists and runs",
+    {"ACCESS-002"},
+)
+def _busy_before_access() -> None:
+    import reference_server.prelude as preconditions
+    from reference_server.errors import ApiError
+
+    check_access = preconditions.require_project_privilege
+
+    async def busy_first(request, caller, project_id, privilege) -> None:
+        try:
+            await check_access(request, caller, project_id, privilege)
+        except ApiError:
+            service = request.app.state.services.manager.get(project_id)
+            parts = request.url.path.split("/sessions/")
+            session_id = parts[1].split("/")[0] if len(parts) == 2 else None
+            if service is not None and session_id and service.is_busy(session_id):
+                raise ApiError(409, "session_busy", "Session is busy with another turn") from None
+            raise
+
+    preconditions.require_project_privilege = busy_first

@@ -44,6 +44,10 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "access.chat_endpoints": _blocked(),
     "access.grant": _blocked(),
     "access.controller": _blocked(),
+    "access.entries": _blocked(),
+    # Its busy session is the owner's slow turn running: with the model down no turn runs (a user without an LLM
+    # configuration is still refused for access, which needs no model).
+    "access.precedence": Missing(LLM_DOWN, reason_has="the session was not busy"),
     "controller_api.answers": _always("the controller's answers are the subject; no turn is involved"),
     # The race needs a turn running in its silence; no turn runs with the model down.
     "concurrency.busy": _blocked(),

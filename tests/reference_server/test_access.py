@@ -107,14 +107,44 @@ async def test_roles_privileges_deny_entries_and_propagation(lab: Lab):
     assert_error(await lab.client.get(f"{lab.prefix()}/sessions", headers=nobody), 403, DENIED)
 
 
+@pytest.mark.covers("ACCESS-003", "ACCESS-004")
+async def test_a_deny_or_no_access_on_the_project_forbids_all_a_parent_grants(lab: Lab):
+    """Issue 34: a deny of Auditor on the project left the parent's Project.Allocate (close, open, delete), and
+    No Access, holding no privilege, forbade nothing, allowing or denying."""
+    for role, allowed in (("Auditor", False), ("No Access", False), ("No Access", True)):
+        project = await lab.new_project()
+        user_id, user = await lab.add_user(f"dana-{role.replace(' ', '')}-{allowed}".lower(), access=None)
+        await lab.grant(user_id, "/projects")
+        await lab.grant(user_id, f"/projects/{project}", role=role, allowed=allowed)
+        for method, url, extra in chat_calls(lab, project, "never-made"):
+            assert_error(await lab.client.request(method, url, headers=user, **extra), 403, DENIED)
+        for method in ("GET", "DELETE"):
+            assert_error(await lab.client.request(method, f"/v3/projects/{project}", headers=user), 403, DENIED)
+        assert_error(await lab.client.post(f"/v3/projects/{project}/close", headers=user), 403, DENIED)
+        assert await project_status(lab, project) == "opened"
+        assert project not in {p["project_id"] for p in (await lab.client.get("/v3/projects", headers=user)).json()}
+        assert (await lab.client.get(f"{lab.prefix(lab.project_id)}/sessions", headers=user)).status_code == 200
+
+
 def test_the_privilege_rule_is_gns3_servers():
-    entries = [("/projects", True, True), ("/projects/p1", True, False)]  # (path, propagate, allowed)
+    # (path, propagate, allowed, the role holds the privilege)
+    entries = [("/projects", True, True, True), ("/projects/p1", True, False, True)]
     assert decide("/projects/p2", entries) is True
     assert decide("/projects/p1", entries) is False  # denied at the most specific level
-    assert decide("/projects", [("/projects", False, True)]) is True  # no propagation needed on the path itself
-    assert decide("/projects/p1", [("/projects", False, True)]) is False
-    assert decide("/projects/p1", [("/", True, True)]) is True
+    assert decide("/projects", [("/projects", False, True, True)]) is True  # no propagation needed on the path itself
+    assert decide("/projects/p1", [("/projects", False, True, True)]) is False
+    assert decide("/projects/p1", [("/", True, True, True)]) is True
     assert decide("/projects/p1", []) is False
+    assert decide("/projects/p1", [("/projects/p1", True, True, False)]) is False  # a role without the privilege
+
+
+@pytest.mark.covers("ACCESS-003", "ACCESS-004")
+def test_a_deny_refuses_every_privilege_whatever_its_role_holds():
+    """Unlike gns3-server, which looks up only the entries whose role holds the privilege asked (issue 34)."""
+    parent = ("/projects", True, True, True)
+    assert decide("/projects/p1", [parent, ("/projects/p1", True, False, False)]) is False
+    assert decide("/projects/p2", [parent, ("/projects/p1", True, False, False)]) is True
+    assert decide("/projects/p1", [("/projects", False, False, False), ("/", True, True, True)]) is False
 
 
 @pytest.mark.covers("ACCESS-004")
