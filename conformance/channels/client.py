@@ -79,6 +79,7 @@ class ChannelClient:
             sse=streamed.sse,
             completed=streamed.completed,
             opened=streamed.opened,
+            started=streamed.started,
             message=message,
             raw=streamed.raw,
         )

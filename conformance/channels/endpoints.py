@@ -58,10 +58,6 @@ class Endpoint:
         """`body` carrying the client's copy of earlier messages ((role, text) pairs) before its user message."""
         raise NotImplementedError
 
-    def ended_as_aborted(self, answer: ChannelAnswer) -> bool:
-        """The stream ended as the channel's mapping ends an aborted turn (CHANNEL-009)."""
-        raise NotImplementedError
-
     def ended(self, answer: ChannelAnswer) -> bool:
         """The answer holds the protocol's last message ([DONE], response.completed or failed, RUN_FINISHED or
         RUN_ERROR): the whole turn arrived, whatever the suite did after."""
@@ -108,16 +104,6 @@ class OpenAIChat(Endpoint):
     def with_history(self, body, earlier):
         before = [{"role": role, "content": text} for role, text in earlier]
         return {**body, "messages": before + body["messages"]}
-
-    def ended_as_aborted(self, answer):
-        """OPENAI-002: an aborted turn ends as any other, a finish chunk with `finish_reason: "stop"`."""
-        reasons = [
-            choice.get("finish_reason")
-            for chunk in _dicts(answer)
-            for choice in chunk.get("choices") or []
-            if isinstance(choice, dict) and choice.get("finish_reason")
-        ]
-        return reasons == ["stop"]
 
     def text(self, answer):
         if answer.sse is None:  # not streamed: a chat.completion
@@ -166,10 +152,6 @@ class OpenAIResponses(OpenAIChat):
     def with_history(self, body, earlier):
         before = [{"role": role, "content": text} for role, text in earlier]
         return {**body, "input": [*before, {"role": "user", "content": body["input"]}]}
-
-    def ended_as_aborted(self, answer):
-        """OPENAI-006 has no form of its own for an abort: the response completes with what was streamed."""
-        return any(e.get("type") == "response.completed" for e in _dicts(answer))
 
     def _response(self, answer) -> dict[str, Any] | None:
         if answer.sse is None:
@@ -226,10 +208,6 @@ class UIStream(Endpoint):
         ]
         return {**body, "messages": before + body["messages"]}
 
-    def ended_as_aborted(self, answer):
-        """UI-003: an `abort` chunk, then the end (`finish-step`, `finish`, [DONE])."""
-        return any(c.get("type") == "abort" for c in _dicts(answer))
-
     def text(self, answer):
         deltas = (c.get("delta") for c in _dicts(answer) if c.get("type") == "text-delta")
         return "".join(d for d in deltas if isinstance(d, str))
@@ -272,11 +250,6 @@ class AgUiRun(Endpoint):
     def with_history(self, body, earlier):
         before = [{"id": uuid.uuid4().hex, "role": role, "content": text} for role, text in earlier]
         return {**body, "messages": before + body["messages"]}
-
-    def ended_as_aborted(self, answer):
-        """AGUI-003: `RUN_FINISHED` with `outcome: {"type": "cancelled"}`."""
-        outcome = self._last(answer, ("RUN_FINISHED",)).get("outcome")
-        return isinstance(outcome, dict) and outcome.get("type") == "cancelled"
 
     def text(self, answer):
         deltas = (e.get("delta") for e in _dicts(answer) if e.get("type") == "TEXT_MESSAGE_CONTENT")
@@ -328,6 +301,7 @@ class ChannelAnswer:
     sse: SseBody | None = None  # a 200 text/event-stream answer, read strictly
     completed: bool = False  # the server ended the answer (not the suite's disconnect or deadline)
     opened: float = 0.0  # seconds from sending the request to the response's headers
+    started: float = 0.0  # monotonic time the request was begun (frames' `at`, `opened` count from it)
     message: str = ""  # the user message of the turn (its fake-LLM tag names script and run)
     raw: str = ""  # the body as received: what the real clients read again (real_clients.py)
 

@@ -10,6 +10,7 @@ import json
 import uuid
 from typing import Any
 
+from conformance.channels.aborts import judge_endings
 from conformance.channels.client import ChannelClient
 from conformance.channels.endpoints import ChannelAnswer
 from conformance.channels.real_clients import ClientRead
@@ -186,3 +187,12 @@ async def _run_error_usage(ctx: CheckContext, turn: Turn) -> list[Violation]:
     if ending.get("type") != "RUN_ERROR" or ending.get("usage") is None or turn.answer.usage is None:
         return []
     return await usage_violations(ctx, turn, "AGUI-003")
+
+
+@check("channel_ag_ui.aborted", slow=True, raced=("AGUI-003",), needs=("channel_gns3", "abort"), slow_tool=True)
+async def aborted(ctx: CheckContext) -> None:
+    """A run aborted during the slow tool, and one while a call's arguments still stream, ended as AGUI-003 maps an
+    aborted turn (ours, in @ag-ui/core 1.0.0's words): `RUN_FINISHED` with `outcome: {"type": "cancelled"}`, its
+    thread, run and usage; the cut call ended by `TOOL_CALL_END` without a result (AGUI-002), and every call ended
+    before `RUN_FINISHED` (AGUI-PROTO-005, the protocol's)."""
+    await judge_endings(ctx, endpoint(ctx, "ag_ui"))

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from conformance.channels import node
+from conformance.channels.aborts import judge_endings
 from conformance.channels.client import ChannelClient
 from conformance.channels.endpoints import ChannelAnswer
 from conformance.channels.real_clients import ClientRead
@@ -194,6 +195,14 @@ async def stream(ctx: CheckContext) -> None:
         ctx.findings.not_testable("UI-003", "some turns were not streamed: their chunks could not be judged")
 
 
+@check("channel_ui.aborted", slow=True, raced=("UI-003",), needs=("channel_gns3", "abort"), slow_tool=True)
+async def aborted(ctx: CheckContext) -> None:
+    """A turn aborted during the slow tool, and one while a call's arguments still stream, ended as UI-003 maps an
+    aborted turn (ours): every part closed, the cut call with `tool-input-error`, `abort`, then `finish-step`,
+    `finish` and `[DONE]`; the message ends with `abort` or `finish` (UI-PROTO-004, the protocol's)."""
+    await judge_endings(ctx, endpoint(ctx, "ui"))
+
+
 def _history_ids(history: Any) -> list[Any] | None:
     """The ids UI-004 gives: each user message's, and the first message's of each answer."""
     messages = history.get("messages") if isinstance(history, dict) else None
@@ -248,6 +257,16 @@ async def messages(ctx: CheckContext) -> None:
         f"an unknown session's messages answered {unknown.status} {unknown.body[:200]}, not 404 session_not_found",
         unknown,
     )
+    if "stranger" in ctx.env.users:  # as the history endpoint refuses a user without access to the project (ACCESS-001)
+        denied = await channel.get("ui", f"/{session_id}/messages", user="stranger")
+        code = chosen.refusal_code(denied.body)
+        ctx.findings.expect(
+            "UI-004",
+            (denied.status, code) == (403, "project_access_denied"),
+            f"a user without access to the project read the messages: {denied.status} {denied.body[:200]}, not 403 "
+            "project_access_denied",
+            denied,
+        )
     if "other" not in ctx.env.users or ctx.env.users["main"].token is None:
         raise NotTestable("the target has no second user: another user's session could not be asked for")
     other = await channel.get("ui", f"/{session_id}/messages", user="other")

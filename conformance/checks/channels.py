@@ -14,8 +14,9 @@ import time
 import uuid
 from typing import Any
 
+from conformance.channels.aborts import abort_turn, aborted_scripts
 from conformance.channels.client import ChannelClient
-from conformance.channels.endpoints import OPENAI_ENDPOINTS, STREAMING, ChannelAnswer, Endpoint
+from conformance.channels.endpoints import OPENAI_ENDPOINTS, STREAMING, Endpoint
 from conformance.checks import check
 from conformance.checks.blame import require_scripted, unless_blocked
 from conformance.checks.context import CheckContext
@@ -28,17 +29,19 @@ from conformance.checks.support_channels import (
     judge_refusal,
     kept_problems,
     last_message_as,
-    model_reached,
     new_session,
     not_received,
     real_client_reads,
+    refused_before_stream,
     usage_violations,
 )
-from conformance.checks.turns import post_turn, run_tag
+from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.errors import NotTestable
-from conformance.transport.exchanges import Exchange, json_or_none
+from conformance.rules import aborted as aborted_rules
 
 ABORT_WITHIN = 5.0  # seconds (CHANNEL-009, as ABORT-002)
+DRIBBLE = "cs-dribble-tool"  # its first words, then three more and a call, 0.8 s apart: the turn's rest takes 4 s
+STOP_MARGIN = 2.0  # seconds: a generation begun this long after the client went away was begun by a turn not stopped
 
 
 # --- CHANNEL-001 -----------------------------------------------------------------------------------------------
@@ -233,9 +236,28 @@ async def refusals(ctx: CheckContext) -> None:
             cases.append(("another user's session", theirs, {"user": "other"}, 404, "session_not_found"))
         else:
             ctx.findings.not_testable("CHANNEL-005", "the target has one user: no other user's session")
+        cases += _without_access(ctx, plain)
         answers = await asyncio.gather(*(channel.post(chosen, body, **options) for _w, body, options, _s, _c in cases))
         for answer, (what, _body, _options, status, code) in zip(answers, cases, strict=True):
             judge_refusal(ctx, "CHANNEL-005", answer, status, code, what)
+            as_stream = refused_before_stream(answer) and answer.status == status  # as POST /stream refuses it
+            ctx.findings.expect("CHANNEL-002", as_stream, f"{chosen.name}, {what}: not {status}: {answer.describe()}")
+    await _models_without_access(ctx)
+
+
+def _without_access(ctx: CheckContext, plain: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any], int, str]]:
+    """A user without access to the project (target file `access_control`), refused as on every chat endpoint."""
+    if "stranger" not in ctx.env.users or ctx.env.controller is None:
+        ctx.findings.not_testable("CHANNEL-005", "no access_control declared: no user without access to the project")
+        return []
+    return [("a user without access to the project", plain, {"user": "stranger"}, 403, "project_access_denied")]
+
+
+async def _models_without_access(ctx: CheckContext) -> None:  # OPENAI-007: the list is for a caller with access
+    if "stranger" in ctx.env.users and "models" in ctx.target.openai_endpoints:
+        got = await ChannelClient(ctx).get("openai", "/models", user="stranger")
+        ok = (got.status, STREAMING["openai_chat"].refusal_code(got.body)) == (403, "project_access_denied")
+        ctx.findings.expect("OPENAI-007", ok, f"GET /models by a user without project access: {got.describe()}", got)
 
 
 @check("channels.client_tools")
@@ -297,17 +319,16 @@ async def heartbeat(ctx: CheckContext) -> None:
 
 @check("channels.disconnect", slow=True, needs=("channel_gns3",), slow_tool=True)
 async def disconnect(ctx: CheckContext) -> None:
-    """A client that goes away from a channel's stream at its first message while the answer dribbles: the turn
-    still ends, is kept and counted, and the session takes a new turn."""
-    script = "cs-dribble"
-    chosen_all = endpoints(ctx)
-    turns = await asyncio.gather(
-        *(
-            post_turn(ctx, e, script, label=f"d-{e.name}", session_id=new_session(e), stop_when=first_words)
-            for e in chosen_all
-        )
-    )
-    for turn in turns:
+    """A client that goes away from a channel's stream at its first words, while the answer dribbles and a tool and
+    a generation are still to come: the turn stops (it makes neither), ends, is kept and counted, and the session
+    takes a new turn."""
+
+    async def one(chosen: Endpoint) -> tuple[Turn, float]:
+        turn = await post_turn(ctx, chosen, DRIBBLE, label=f"d-{chosen.name}", session_id=new_session(chosen),
+                               stop_when=first_words)  # fmt: skip
+        return turn, time.time()
+
+    for turn, left in await asyncio.gather(*(one(e) for e in endpoints(ctx))):
         name, answer = turn.answer.endpoint.name, turn.answer
         if answer.status == 200 and (answer.completed or answer.endpoint.ended(answer)):
             raise NotTestable(f"{name}: the turn was sent whole before the suite could disconnect: nothing was cut")
@@ -321,6 +342,15 @@ async def disconnect(ctx: CheckContext) -> None:
             f"{name}: after the client went away, session {session}: " + "; ".join(problems),
             answer.exchange,
         )
+        # read once the turn was kept (ended); a generation begun within STOP_MARGIN may predate the server's notice
+        went_on = aborted_rules.began_after(await ctx.llm.main_requests(turn.run), left + STOP_MARGIN)
+        ctx.findings.expect(
+            "CHANNEL-009",
+            not went_on,
+            f"{name}: the client went away at the first words, and the turn went on: a later generation began "
+            f"{max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
+            answer.exchange,
+        )
         after = await post_turn(ctx, answer.endpoint, "cs-plain", label=f"d2-{name}", session_id=session)
         ctx.findings.expect(
             "CHANNEL-009",
@@ -332,46 +362,39 @@ async def disconnect(ctx: CheckContext) -> None:
 
 @check("channels.abort", slow=True, timed=("CHANNEL-009",), needs=("channel_gns3", "abort"), slow_tool=True)
 async def abort(ctx: CheckContext) -> None:
-    """`POST {prefix}/sessions/{id}/abort` stops a running turn of every channel: its stream ends within 5 s, as
-    its channel maps an aborted turn (a stop finish, an `abort` chunk, a cancelled RUN_FINISHED)."""
-    script = "cs-slow-tool" if "cs-slow-tool" in ctx.env.scripts else "cs-slow"
-
-    async def one(chosen: Endpoint) -> tuple[ChannelAnswer, Exchange | None, float, float]:
-        session = new_session(chosen)
-        run = run_tag(ctx, f"a-{chosen.name}")
-        body = ChannelClient(ctx).request(chosen, script, session_id=session, run=run)
-        streaming = asyncio.create_task(ChannelClient(ctx).post(chosen, body))
-        if not await model_reached(ctx, run, ctx.target.stream_deadline, streaming):
-            return await streaming, None, 0.0, 0.0
-        asked = time.monotonic()
-        exchange = await ctx.client.call("POST", f"/sessions/{session}/abort", operation="abortSessionTurn")
-        answer = await streaming
-        return answer, exchange, asked, time.monotonic()
-
-    for answer, exchange, asked, ended in await asyncio.gather(*(one(e) for e in endpoints(ctx))):
-        name = answer.endpoint.name
-        if exchange is None:
-            ctx.findings.not_testable("CHANNEL-009", f"{name}: the turn never reached the fake LLM, nothing to abort")
+    """`POST {prefix}/sessions/{id}/abort` stops a running turn of every channel, during the slow tool and while a
+    call's arguments still stream (conformance/channels/aborts.py): the turn goes no further and its stream ends
+    within 5 s (its channel's check judges how it ends). An abort answered `aborted: false` while the turn ran is
+    judged by what it did, never skipped."""
+    scripts = aborted_scripts(ctx)
+    for run in await asyncio.gather(*(abort_turn(ctx, e, s) for e in endpoints(ctx) for s in scripts)):
+        answer, name = run.answer, f"{run.answer.endpoint.name} ({run.script})"
+        if (asked := run.exchange) is not None:
+            ctx.findings.expect("CHANNEL-009", asked.status == 200, f"{name}: the abort: {asked.describe()}", asked)
+        if why := run.not_running():  # the turn was running when the abort came, else nothing here is judged
+            ctx.findings.not_testable("CHANNEL-009", f"{name}: {why}")
             continue
+        went_on = [at - run.answered_clock for at in run.later(run.answered_clock)]
         ctx.findings.expect(
-            "CHANNEL-009", exchange.status == 200, f"{name}: the abort answered {exchange.describe()}", exchange
+            "CHANNEL-009",
+            not went_on,
+            f"{name}: the abort answered {run.exchange.body[:100]!r} while the turn ran, and the turn went on: a "
+            f"generation began {max(went_on or [0.0]):.1f} s after the abort was answered",
+            run.exchange,
+            answer.exchange,
         )
-        body = json_or_none(exchange.body)
-        if isinstance(body, dict) and body.get("aborted") is False:
-            ctx.findings.not_testable("CHANNEL-009", f"{name}: the turn had ended before the abort was sent")
+        if went_on:
             continue
         ctx.findings.expect(
             "CHANNEL-009",
-            answer.completed and ended - asked <= ABORT_WITHIN,
-            f"{name}: the stream ended {ended - asked:.1f} s after the abort (within {ABORT_WITHIN:.0f} s expected)",
+            answer.completed and run.ended - run.asked <= ABORT_WITHIN,
+            f"{name}: the stream ended {run.ended - run.asked:.1f} s after the abort (within {ABORT_WITHIN:.0f} s "
+            "expected)" + ("" if answer.completed else f", or never: {answer.describe()}"),
             answer.exchange,
         )
-        ctx.findings.expect(
-            "CHANNEL-009",
-            answer.endpoint.ended_as_aborted(answer),
-            f"{name}: the aborted turn did not end as its channel maps an abort: {answer.describe()}",
-            answer.exchange,
-        )
+        if run.script == "cs-slow-args" and not run.cut(ctx.env.scripts[run.script]):
+            ctx.findings.not_testable("CHANNEL-009", f"{name}: the abort was answered after the call's arguments "
+                                      "had all been streamed: no call was cut short")  # fmt: skip
 
 
 # --- CHANNEL-010 -----------------------------------------------------------------------------------------------

@@ -83,6 +83,7 @@ class _Run:
         self.calls: dict[Any, _Call] = {}
         self.order: list[Any] = []  # tool call ids in TOOL_CALL_START order
         self.started: dict[str, Any] = {}
+        self.cancelled = False  # the run ends stopped (RUN_FINISHED, outcome cancelled): its calls may be cut short
 
     def bad(self, message: str, index: int | None = None, requirement: str = EVENTS) -> None:
         self.found.append(Violation(requirement, message, index))
@@ -92,6 +93,7 @@ class _Run:
             return self.found  # no event at all: the protocol's (AGUI-PROTO-002)
         self.run_started(*found[0])
         terminal = [(position, index, e) for position, (index, e) in enumerate(found) if e.get("type") in TERMINAL]
+        self.cancelled = bool(terminal) and cancelled(terminal[0][2])
         for index, event in found:
             kind = event.get("type")
             if kind not in MAPPED or kind == "RUN_STARTED":
@@ -166,8 +168,8 @@ class _Run:
             call.arguments += event["delta"] if isinstance(event.get("delta"), str) else ""
         else:
             call.state = "ended"
-            if self.expected is not None:
-                return  # the scripted call's arguments are the protocol's to judge (AGUI-PROTO-006)
+            if self.expected is not None or self.cancelled:
+                return  # the scripted call's arguments are the protocol's (AGUI-PROTO-006); a stopped run's may be cut
             try:
                 json.loads(call.arguments)
             except ValueError:
@@ -175,8 +177,9 @@ class _Run:
 
     def closed_at(self, index: int, kind: str) -> None:
         """RUN_FINISHED with a message or call open is the protocol's (AGUI-PROTO-005), and RUN_ERROR may end a run
-        with them open; the contract adds each ended call's result before RUN_FINISHED."""
-        if kind != "RUN_FINISHED":
+        with them open; the contract adds each ended call's result before RUN_FINISHED, but in a run that was stopped
+        (a call cut short while its arguments streamed, or stopped before its tool ran, has none)."""
+        if kind != "RUN_FINISHED" or self.cancelled:
             return
         for call_id, call in self.calls.items():
             if call.state == "ended":
@@ -296,6 +299,13 @@ class _Run:
                     )
             if ids:
                 parents.append(self.calls[ids[0]].parent)
+
+
+def cancelled(event: dict[str, Any]) -> bool:
+    """RUN_FINISHED with `outcome: {"type": "cancelled"}`: stopped, not failed (@ag-ui/core 1.0.0
+    RunFinishedCancelledOutcome; AGUI-003 ends an aborted turn so)."""
+    outcome = event.get("outcome") if event.get("type") == "RUN_FINISHED" else None
+    return isinstance(outcome, dict) and outcome.get("type") == "cancelled"
 
 
 def order(answer: ChannelAnswer, expected: ExpectedTurn | None = None) -> list[Violation]:

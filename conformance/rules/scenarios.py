@@ -93,6 +93,33 @@ def scenario_scripts(tools: dict[str, Any], heartbeat_interval: float) -> dict[s
             "title": _title(),
         },
     }
+    # A call's arguments dribble in, two characters at a time: an abort lands while they still stream, so the call
+    # never completes (CHANNEL-009; UI-003's tool-input-error, AG-UI's TOOL_CALL_END before RUN_FINISHED).
+    scripts["cs-slow-args"] = {
+        "steps": [
+            {
+                "tool_calls": [_call("call_cs_a1", tools["single"], 2)],
+                "delay_between_ms": 400,
+                "usage": {"input_tokens": 61, "output_tokens": 12},
+            },
+            {"text_chunks": ["Read."], "usage": {"input_tokens": 84, "output_tokens": 1}},
+        ],
+        "title": _title(),
+    }
+    # Text, then a call, dribbling: a client that goes away at the first words leaves the turn a tool and a generation
+    # to make, which a turn that stops on the disconnect never makes (CHANNEL-009).
+    scripts["cs-dribble-tool"] = {
+        "steps": [
+            {
+                "text_chunks": ["One ", "two ", "three ", "four."],
+                "tool_calls": [_call("call_cs_d1", tools["single"], 64)],
+                "delay_between_ms": 800,
+                "usage": {"input_tokens": 57, "output_tokens": 14},
+            },
+            {"text_chunks": ["Done."], "usage": {"input_tokens": 96, "output_tokens": 1}},
+        ],
+        "title": _title(),
+    }
     # The LLM asks for a tool the server does not have: a failing tool like any other (TOOLCALL-008).
     scripts["cs-unknown-tool"] = {
         "steps": [

@@ -644,5 +644,6 @@ from . import mutants_access, mutants_api, mutants_stream  # noqa: E402, F401, I
 from . import mutants_channels  # noqa: E402, F401, I001  (the channel mutants: each with its `only` areas)
 from . import mutants_protocols  # noqa: E402, F401, I001  (the protocols' mutants: OPENAI-, UI-, AGUI-PROTO-*)
 from . import mutants_shapes  # noqa: E402, F401, I001  (the stream shapes' mutants: a provider's other cuts)
+from . import mutants_channel_aborts  # noqa: E402, F401, I001  (aborts, disconnects, project access on the channels)
 from . import mutants_bounds  # noqa: E402, F401, I001  (values at their bounds, unknown members beyond the stream)
 from . import mutants_states  # noqa: E402, F401, I001  (the session operations in each state: sessions.states)

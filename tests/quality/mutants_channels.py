@@ -440,8 +440,8 @@ def _ui_history_tools_input_available() -> None:
     # `start` chunk names a session other than the chat id (UI-003); the chat's messages, asked for by its id, are
     # those of no session (UI-004); judged by the shared channel checks too (runs.mutant_areas): a continued UI
     # turn reaches the model without its earlier turns (CHANNEL-004), and the abort of the chat's id stops nothing
-    # (CHANNEL-009)
-    {"CHANNEL-005", "UI-003", "UI-004", "CHANNEL-004", "CHANNEL-009"},
+    # (CHANNEL-009), so no aborted UI turn ends to be judged (UI-003, UI-PROTO-004: blocked by CHANNEL-009)
+    {"CHANNEL-005", "UI-003", "UI-004", "CHANNEL-004", "CHANNEL-009", "UI-PROTO-004"},
     only=(UI, ACROSS, SHARED),
 )
 def _ui_chat_id_ignored() -> None:
@@ -490,7 +490,9 @@ def _agui_done_frame() -> None:
     "agui-no-run-finished",
     "the AG-UI run ends without RUN_FINISHED",
     {"AGUI-003", "AGUI-PROTO-002"},  # the protocol's run never ends; the contract's end (usage, thread, run) is missing
-    {"AGUI-001"},  # the run's end no longer echoes the request's runId
+    # the run's end no longer echoes the request's runId (AGUI-001); an aborted run no longer says it was stopped, so
+    # the call it cut short reads as a broken call (AGUI-002)
+    {"AGUI-001", "AGUI-002"},
     only=(AG_UI,),
 )
 def _agui_no_run_finished() -> None:

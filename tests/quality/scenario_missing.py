@@ -160,4 +160,8 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "channel_ui.messages": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
     "channel_ag_ui.input": _blocked(),
     "channel_ag_ui.run": _blocked(),
+    # An aborted turn's ending needs a turn that reached the model and was stopped: with the model down, none does.
+    "channel_ui.aborted": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
+    "channel_ag_ui.aborted": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
+    "channel_openai.aborted": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
 }
