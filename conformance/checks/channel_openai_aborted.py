@@ -12,8 +12,10 @@ from conformance.checks.context import CheckContext
 from conformance.checks.support_channels import endpoint
 from conformance.errors import NotTestable
 
+RACED = ("OPENAI-002", "OPENAI-006")  # a turn the abort did not reach running: judged again with the server alone
 
-@check("channel_openai.aborted", slow=True, raced=("OPENAI-002",), needs=("channel_gns3", "abort"), slow_tool=True)
+
+@check("channel_openai.aborted", slow=True, raced=RACED, needs=("channel_gns3", "abort"), slow_tool=True)
 async def aborted(ctx: CheckContext) -> None:
     await judge_endings(ctx, endpoint(ctx, "openai_chat"))
     try:
