@@ -39,7 +39,6 @@ JUDGED: dict[str, frozenset[str]] = {
     "ui": frozenset({"UI-003", "UI-PROTO-004"}),
     "ag_ui": frozenset({"AGUI-002", "AGUI-003", "AGUI-PROTO-005"}),
 }
-JUDGED_ANY = frozenset().union(*JUDGED.values())
 
 
 def _payloads(answer: ChannelAnswer) -> list[dict[str, Any]]:
