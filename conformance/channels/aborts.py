@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from conformance.channels.client import ChannelClient
-from conformance.checks.support_channels import model_reached, new_session, record
+from conformance.checks.support_channels import model_reached, new_session, real_client_reads, record
 from conformance.checks.turns import run_tag
 from conformance.rules import aborted as rules
 
@@ -47,13 +47,17 @@ async def abort_turn(ctx: CheckContext, chosen: Endpoint, script: str) -> rules.
 
 
 async def judge_endings(ctx: CheckContext, chosen: Endpoint) -> None:
-    """The ending of each aborted turn on `chosen`, by the rules its channel's ending is judged by (rules.JUDGED);
-    NOT TESTABLE, with the reason, where no aborted turn ended (an abort that stopped nothing is CHANNEL-009's)."""
-    judged = rules.JUDGED[chosen.name]
+    """The ending of each aborted turn on `chosen`, by the rules its channel's ending is judged by (rules.JUDGED), and
+    by @ag-ui/client for a run; NOT TESTABLE, with the reason, where no aborted turn ended (an abort that stopped
+    nothing is CHANNEL-009's)."""
+    judged, ended = rules.JUDGED[chosen.name], []
     for run in await asyncio.gather(*(abort_turn(ctx, chosen, script) for script in aborted_scripts(ctx))):
-        name = f"{chosen.name} ({run.script})"
         if why := run.unended(ctx.env.scripts[run.script]):
             for requirement in sorted(judged):
-                ctx.findings.not_testable(requirement, f"{name}: {why}")
+                ctx.findings.not_testable(requirement, f"{chosen.name} ({run.script}): {why}")
         else:
-            record(ctx, rules.ending(run.answer), run.answer, set(judged))
+            ended.append(run.answer)
+    # AG-UI's own client over each body: HttpAgent's verifyEvents is the protocol's validator of a run's end.
+    reads = await real_client_reads(ctx, ended) if chosen.name == "ag_ui" and ended else [None] * len(ended)
+    for answer, read in zip(ended, reads, strict=True):
+        record(ctx, rules.ending(answer, read), answer, set(judged))

@@ -24,12 +24,13 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from conformance.rules import ag_ui, openai, ui
+from conformance.rules import ag_ui, ag_ui_protocol, openai, ui
 from conformance.rules.violations import Violation, short
 from conformance.transport.exchanges import json_or_none
 
 if TYPE_CHECKING:
     from conformance.channels.endpoints import ChannelAnswer
+    from conformance.channels.real_clients import ClientRead
     from conformance.transport.exchanges import Exchange
 
 # endpoint name -> the rules an aborted turn's ending is judged by (the others are judged on the scenario streams)
@@ -73,14 +74,24 @@ def _ag_ui(answer: ChannelAnswer) -> list[Violation]:
     return found
 
 
+def client_rejection(read: ClientRead | None) -> list[Violation]:
+    """@ag-ui/client's HttpAgent over an aborted run's body (its verifyEvents refuses RUN_FINISHED while a call is
+    open): its rejection, under the rule its words state. (`ai`'s reader rejects no ending: it is not asked.)"""
+    if read is None or read.ok:
+        return []
+    words = f"@ag-ui/client (HttpAgent, verifyEvents) rejected the aborted run: {read.error}"
+    return [Violation(ag_ui_protocol.client_requirement(read.error or ""), words)]
+
+
 def began_after(generations: list[dict[str, Any]], after: float) -> list[float]:
     """When (the fake LLM's wall clock) each generation after a turn's first began, of those begun after `after`."""
     found = [g.get("received_at", 0.0) for g in generations if (g.get("step") or 0) >= 1]
     return [at for at in found if at >= after]
 
 
-def ending(answer: ChannelAnswer) -> list[Violation]:
-    """The violations of an aborted turn's ending on its channel, among the rules JUDGED for its endpoint."""
+def ending(answer: ChannelAnswer, read: ClientRead | None = None) -> list[Violation]:
+    """The violations of an aborted turn's ending on its channel (and @ag-ui/client's rejection of it, `read`), among
+    the rules JUDGED for its endpoint."""
     name = answer.endpoint.name
     if name == "openai_chat":
         found = openai.judge_chat(answer, None)
@@ -90,6 +101,7 @@ def ending(answer: ChannelAnswer) -> list[Violation]:
         found = _ui(answer)
     else:
         found = _ag_ui(answer)
+    found += client_rejection(read)
     return [violation for violation in found if violation.requirement in JUDGED[name]]
 
 

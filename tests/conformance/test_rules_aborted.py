@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from conformance.channels.endpoints import STREAMING, ChannelAnswer
+from conformance.channels.real_clients import ClientRead
 from conformance.rules.aborted import AbortedTurn, ending
 from conformance.transport.exchanges import Exchange
 from conformance.transport.sse import parse
@@ -117,3 +118,10 @@ def test_a_turn_that_went_on_after_the_abort_has_no_aborted_ending_to_judge():
     went_on = _turn(True, [{"step": 0, "received_at": 99.0}, {"step": 1, "received_at": 103.0}])
     assert went_on.later(went_on.answered_clock) == [103.0]
     assert "went on" in went_on.unended({"steps": [{}]})
+
+
+def test_the_protocols_own_client_rejecting_an_aborted_run_is_the_protocols_rule():
+    rejected = ClientRead(False, error="Cannot send 'RUN_FINISHED' while tool calls are still active: c1")
+    found = ending(answer("ag_ui", [e for e in AG_CUT if e["type"] != "TOOL_CALL_END"], done=False), rejected)
+    assert {v.requirement for v in found} == {"AGUI-PROTO-005"}
+    assert any("@ag-ui/client" in v.message for v in found)

@@ -1,8 +1,8 @@
 """Mutants of the channels' aborts, disconnects and project access (issue 31): an abort or a disconnect that stops
 nothing, each protocol's aborted turn ended the wrong way (UI without `abort`, AG-UI without the cancelled outcome,
-OpenAI with another finish reason), a call cut short left open, and channel endpoints that let in a user without
-access to the project. Each patches the reference server in the mutant's process only and names the areas its run
-needs (`only`). Registered in tests/quality/mutants.py's MUTANTS by importing this module.
+OpenAI with another finish reason), a call cut short left open (UI, AG-UI), and channel endpoints that let in a user
+without access to the project. Each patches the reference server in the mutant's process only and names the areas its
+run needs (`only`). Registered in tests/quality/mutants.py's MUTANTS by importing this module.
 """
 
 from __future__ import annotations
@@ -93,6 +93,20 @@ def _agui_abort_outcome_absent() -> None:
         return events
 
     AgUiStream._done = done
+
+
+@mutant(
+    "agui-cut-call-left-open",
+    "a tool call whose arguments were still streaming when the run was stopped is never ended: RUN_FINISHED comes "
+    "with the call open",
+    {"AGUI-PROTO-005"},  # verifyEvents: "Cannot send 'RUN_FINISHED' while tool calls are still active"
+    only=(AG_UI,),
+)
+def _agui_cut_call_left_open() -> None:
+    from reference_server.channels.ag_ui import AgUiStream
+
+    original = AgUiStream._done
+    AgUiStream._done = lambda self: [e for e in original(self) if e.get("type") != "TOOL_CALL_END"]
 
 
 @mutant(
