@@ -10,23 +10,35 @@ reached the model (instructions, the earlier turns of a continued session)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from typing import Any
 
 from conformance.channels.client import ChannelClient
-from conformance.channels.endpoints import SESSION_HEADER, STREAMING, ChannelAnswer, Endpoint, served
+from conformance.channels.endpoints import SESSION_HEADER, STREAMING, ChannelAnswer, served
 from conformance.channels.real_clients import client_model_ids
 from conformance.checks import check
-from conformance.checks.blame import raise_if_blocked, unless_blocked
+from conformance.checks.blame import unless_blocked
 from conformance.checks.context import CheckContext
-from conformance.checks.support_channels import endpoint, real_client_reads, record, usage_violations
+from conformance.checks.support_channels import (
+    EARLIER,
+    ended_stream,
+    endpoint,
+    judge,
+    judged_turns,
+    missed_whole_turn,
+    real_client_reads,
+    record,
+    system_prompt,
+    unless_streamed_turns_fail,
+    usage_violations,
+)
 from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.rules import official
 from conformance.rules import openai as rules_openai
 from conformance.rules import openai_responses as rules_responses
 from conformance.rules.expected import expected_turn
 from conformance.rules.openai_bodies import (
+    answered_whole,
     chat_client_violations,
     completion_problems,
     error_problems,
@@ -51,10 +63,11 @@ from conformance.rules.openai_requests import (
 )
 from conformance.rules.scenarios import PARALLEL_SHAPES, TOOL_SHAPES, TURNS, USAGE_SHAPES
 from conformance.rules.violations import Violation, short
-from conformance.transport.exchanges import Exchange, json_or_none
+from conformance.transport.exchanges import json_or_none
 
 # With every cut of the deltas providers send (SHAPES): a model that reports no usage still gets its usage chunk.
 CHAT_SCENARIOS = TURNS
+P_WHOLE = "OPENAI-PROTO-005"
 WHOLE_SCENARIOS = ["cs-plain", "cs-tool", "cs-llm-error", "cs-mid-stream-error", "cs-text-then-tool", "cs-no-usage"]
 # cs-parallel and cs-text-then-tool: text, then tool calls in the same generation (OPENAI-PROTO-009 on a server
 # that fails it); with no usage reported, and with the calls' other cuts.
@@ -66,64 +79,6 @@ RESPONSES_SCENARIOS = [
 
 def scenario_label(script: str) -> str:
     return script.removeprefix("cs-")
-
-
-def ended_stream(answer: ChannelAnswer) -> bool:
-    return answer.status == 200 and answer.streamed and answer.completed
-
-
-def judge(ctx: CheckContext, found: list[Violation], judged: set[str], *exchanges: Exchange) -> None:
-    """One finding per requirement of `judged` and of `found`: failed with every violation naming it, else passed."""
-    by_rule: dict[str, list[str]] = {requirement: [] for requirement in judged}
-    for violation in found:
-        by_rule.setdefault(violation.requirement, []).append(violation.message)
-    for requirement, messages in sorted(by_rule.items()):
-        ctx.findings.expect(requirement, not messages, "; ".join(messages), *exchanges)
-
-
-async def judged_turns(ctx: CheckContext, turns: list[Turn], requirement: str) -> list[tuple[Turn, str | None]]:
-    """The turns to judge, each with why it did not go as scripted (None when it did). A turn not answered with a
-    stream the server ended is `requirement`'s failure at once (a 404: the endpoint is not served); the streamed ones
-    go through the controls of support_channels.unless_blocked (a plain turn not served: blocked, blaming nothing)."""
-    streamed = []
-    for turn in turns:
-        if ended_stream(turn.answer):
-            streamed.append(turn)
-            continue
-        ended = "" if turn.answer.completed else " (the stream did not end)"
-        why = f"the {turn.expected.script} turn was not streamed{ended}: {turn.answer.describe()}"
-        record(ctx, [Violation(requirement, why)], turn.answer, set())
-    whys = await unless_blocked(ctx, streamed) if streamed else []
-    return list(zip(streamed, whys, strict=True))
-
-
-async def system_prompt(ctx: CheckContext, run: str) -> tuple[str, str]:
-    """(the system messages, every message) the fake LLM's first generation of `run` received, as text."""
-    records = await ctx.llm.main_requests(run)
-    messages = records[0].get("messages") or [] if records else []
-    system = [m for m in messages if isinstance(m, dict) and m.get("role") == "system"]
-    return json.dumps(system), json.dumps(messages)
-
-
-async def missed_whole_turn(ctx: CheckContext, turn: Turn) -> str | None:
-    """Why a non-streamed turn did not reach the fake LLM as its script says (None when it did)."""
-    generations = await ctx.llm.main_requests(turn.run)
-    steps = len(turn.expected.generations)
-    if turn.expected.fails and generations:
-        return None
-    if len(generations) >= steps and all(g.get("outcome") == "ok" for g in generations[:steps]):
-        return None
-    return f"the {turn.expected.script} turn made {len(generations)} generation(s) of the fake LLM"
-
-
-async def unless_streamed_turns_fail(ctx: CheckContext, chosen: Endpoint, turns: list[Turn]) -> list[str | None]:
-    """For non-streamed turns: why each missed its script (missed_whole_turn); when one did, streamed controls on the
-    endpoint decide whether the check is blocked (blame.raise_if_blocked) or the failures are this answer's."""
-    whys = [await missed_whole_turn(ctx, turn) for turn in turns]
-    missed = [turn.expected.script for turn, why in zip(turns, whys, strict=True) if why]
-    if missed:
-        await raise_if_blocked(ctx, chosen, list(missed), "", "; ".join(w for w in whys if w))
-    return whys
 
 
 # --- OPENAI-001: the request -------------------------------------------------------------------------------------
@@ -162,11 +117,16 @@ async def requests(ctx: CheckContext) -> None:
         first = await channel.post(chosen, body("alone-1"))
         return first, await channel.post(chosen, body("alone-2"))
 
-    accepted_answers, refused_answers, (first, second), (alone, apart) = await asyncio.gather(
+    # stream_options without stream: OpenAI's API refuses it 400 ("The 'stream_options' parameter is only allowed when
+    # 'stream' is enabled"; openai 3.57 ChatCompletionStreamOptionsParam: "Only set this when you set `stream: true`"),
+    # a rule for clients; the contract (ours) takes both members, so the turn is answered whole (OPENAI-001, -003).
+    unstreamed = {key: value for key, value in body("no-stream").items() if key != "stream"}
+    accepted_answers, refused_answers, (first, second), (alone, apart), whole = await asyncio.gather(
         asyncio.gather(*(channel.post(chosen, b) for _, b in accepted.values())),
         asyncio.gather(*(channel.post(chosen, b) for _, b, *_ in refused)),
         continued(),
         separate(),
+        channel.post(chosen, {**unstreamed, "stream_options": {"include_usage": True}}),
     )
     for (what, (requirement, _body)), answer in zip(accepted.items(), accepted_answers, strict=True):
         judge(ctx, not_served(requirement, what, answer), {requirement}, answer.exchange)
@@ -192,6 +152,12 @@ async def requests(ctx: CheckContext) -> None:
             Turn(a, expected_turn(ctx.env.scripts, "cs-plain"), run_tag(ctx, label))
             for a, label in ((first, "first"), (second, "second"), (alone, "alone-1"), (apart, "alone-2"))
         ],
+    )
+    ctx.findings.expect(
+        "OPENAI-001",
+        answered_whole(whole),
+        f"stream_options without stream should be served, the turn answered whole: {whole.describe()}",
+        whole.exchange,
     )
     problems = []
     for answer in (first, second):
@@ -263,15 +229,14 @@ async def chat_whole(ctx: CheckContext) -> None:
     for turn, why in zip(turns, whys, strict=True):
         answer = turn.answer
         found = [Violation("OPENAI-003", why)] if why else []
-        if turn.expected.fails:  # the contract's answer to a failed turn (its error body: channel_openai.errors')
+        if turn.expected.fails:  # the contract's answer to a failed turn, its error body typed by its status
             found += failed_turn_problems(answer)
         else:
             found += completion_problems(answer, turn.expected.text)
             found += await usage_violations(ctx, turn, "OPENAI-003")  # the turn's usage
         found = [Violation(v.requirement, f"{turn.expected.script}: {v.message}") for v in found]
-        judge(
-            ctx, found, {"OPENAI-003"} if turn.expected.fails else {"OPENAI-003", "OPENAI-PROTO-005"}, answer.exchange
-        )
+        judged = {"OPENAI-003", "OPENAI-004", "OPENAI-PROTO-006"} if turn.expected.fails else {"OPENAI-003", P_WHOLE}
+        judge(ctx, found, judged, answer.exchange)
 
 
 # --- OPENAI-004: every refusal ---------------------------------------------------------------------------------
@@ -302,6 +267,18 @@ async def errors(ctx: CheckContext) -> None:
     else:
         bad = {"Authorization": f"Bearer conformance-not-a-token-{uuid.uuid4().hex}"}
         cases.append(("a bad token", channel.post(chosen, plain, user=None, headers=bad), 401, "unauthorized"))
+        cases.append(("the models without a token", channel.get("openai", "/models", user=None), 401, "unauthorized"))
+    # Every status of the channel's operations in spec/openapi.yaml that a request alone provokes, each with its type
+    # (a 409, a 502: across_channels.busy and chat_whole; a 413 and a 503 no request of the suite can be sure of).
+    if ctx.target.serves_gns3 and ctx.env.closed_project_id:
+        closed, unknown_project = ctx.env.closed_project_id, str(uuid.uuid4())
+        cases += [
+            ("a closed project", channel.post(chosen, plain, project_id=closed), 403, "project_not_opened"),
+            ("an unknown project", channel.post(chosen, plain, project_id=unknown_project), 404, "project_not_found"),
+        ]
+        models = [(closed, 403, "project_not_opened"), (unknown_project, 404, "project_not_found")]
+        cases += [(f"the models, {code}", channel.get("openai", "/models", project_id=project), status, code)
+                  for project, status, code in models]  # fmt: skip
     got = await asyncio.gather(*(request for _, request, _, _ in cases))
     for (what, _, status, code), result in zip(cases, got, strict=True):
         exchange = result.exchange if isinstance(result, ChannelAnswer) else result
@@ -320,7 +297,7 @@ async def responses(ctx: CheckContext) -> None:
     channel = ChannelClient(ctx)
     plain = expected_turn(ctx.env.scripts, "cs-plain")
     instruction = f"Conformance instruction {ctx.run}"
-    labels = ("first", "previous", "metadata", "unknown", "store", "reasoning", "standard")
+    labels = ("first", "previous", "metadata", "unknown", "store", "reasoning", "standard", "theirs", "gone")
     runs = {label: run_tag(ctx, f"r-{label}") for label in labels}
 
     def body(label: str, **members: Any) -> dict[str, Any]:
@@ -355,8 +332,9 @@ async def responses(ctx: CheckContext) -> None:
 
     # The session continues through the previous response's id, then through metadata.session_id (its values are
     # strings: without a session named by the first Response there is nothing to send, and nothing is sent).
-    # The input as a list of messages this time (OPENAI-005 takes both forms).
-    again = chosen.with_history(body("previous"), [])
+    # The input as a list of messages this time (OPENAI-005 takes both forms): a system message, then the client's copy
+    # of the conversation (a user and an assistant message, CHANNEL-004) before the user's (OPENAI-PROTO-007).
+    again = chosen.with_history(body("previous"), [("system", "Answer briefly."), *EARLIER])
     previous = await channel.post(chosen, {**again, "previous_response_id": response_id})
     metadata = session_metadata(session)
     by_metadata = await channel.post(chosen, body("metadata", metadata=metadata)) if metadata else None
@@ -364,6 +342,8 @@ async def responses(ctx: CheckContext) -> None:
     whys = [await missed_whole_turn(ctx, turn) for turn in turns]
     if any(whys):
         await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), turns)
+    why = f"input as system, user and assistant messages, continuing a response, was not served: {previous.describe()}"
+    ctx.findings.expect("OPENAI-PROTO-007", previous.status == 200 and not previous.streamed, why, previous.exchange)
     system, _ = await system_prompt(ctx, runs["first"])
     _, later = await system_prompt(ctx, runs["previous"])
     found = [Violation("OPENAI-005", why) for why in whys if why]
@@ -394,6 +374,14 @@ async def responses(ctx: CheckContext) -> None:
         (store, 422, "unsupported_field", "store", "`store: true`"),
         (reasoning, 422, "unsupported_field", "reasoning", "a `reasoning` member"),  # one OPENAI-005 does not take
     ]
+    # The id of another user's response, then of a response whose session was deleted: no response of the caller.
+    if "other" in ctx.env.users and ctx.env.users["main"].token is not None and response_id:
+        theirs = await channel.post(chosen, {**body("theirs"), "previous_response_id": response_id}, user="other")
+        refusals.append((theirs, 404, "previous_response_not_found", None, "another user's previous_response_id"))
+    if ctx.target.serves_gns3 and response_id and isinstance(session, str):
+        await ctx.client.call("DELETE", f"/sessions/{session}", operation="deleteSession")
+        gone = await channel.post(chosen, {**body("gone"), "previous_response_id": response_id})
+        refusals.append((gone, 404, "previous_response_not_found", None, "a deleted session's previous_response_id"))
     for answer, status, code, member, what in refusals:
         ok = refused_as(answer, status, code) and (member is None or names_member(answer, member))
         naming = f" naming `{member}`" if member else ""

@@ -24,11 +24,15 @@ from conformance.checks.support import find_session
 from conformance.checks.support_channels import (
     CONTRACT_PATHS,
     client_tool_bodies,
+    contract_errors,
+    conversation_refusals,
+    deleted_conversation,
     endpoints,
     first_words,
+    judge_error_message,
     judge_refusal,
     kept_problems,
-    last_message_as,
+    long_history,
     new_session,
     not_received,
     real_client_reads,
@@ -175,30 +179,11 @@ async def conversation(ctx: CheckContext) -> None:
             "keeps the conversation and must not read it",
             second.exchange,
         )
-        await _conversation_refusals(ctx, chosen)
-
-
-async def _conversation_refusals(ctx: CheckContext, chosen: Endpoint) -> None:
-    channel = ChannelClient(ctx)
-    cases = []
-    fresh = channel.request(chosen, "cs-plain", session_id=chosen.new_session_id(), run=run_tag(ctx, "c3"))
-    cases.append(
-        (
-            chosen.with_history(fresh, [("user", "Earlier"), ("assistant", "Earlier answer")]),
-            422,
-            "unknown_conversation",
-            "earlier messages, and no existing session of the caller",
-        )
-    )
-    plain = channel.request(chosen, "cs-plain", session_id=chosen.new_session_id(), run=run_tag(ctx, "c4"))
-    cases.append(
-        (last_message_as(chosen, plain, "assistant"), 422, "validation_error", "the last message is not a user's")
-    )
-    empty = chosen.body("", session_id=chosen.new_session_id(), model=channel.model)
-    cases.append((empty, 422, "validation_error", "the user message is empty"))
-    answers = await asyncio.gather(*(channel.post(chosen, body) for body, *_ in cases))
-    for answer, (_body, status, code, what) in zip(answers, cases, strict=True):
-        judge_refusal(ctx, "CHANNEL-004", answer, status, code, what)
+        await conversation_refusals(ctx, chosen, session)
+        if ctx.target.serves_gns3:  # the session deleted through the chat API, then named again
+            await deleted_conversation(ctx, chosen, session, first.answer.message)
+    if "ui" in ctx.target.channels and ctx.target.serves_gns3 and "cs-long-history" in ctx.env.scripts:
+        await long_history(ctx)  # the conversation read back past the history's default limit
 
 
 # --- CHANNEL-005 and CHANNEL-006 -------------------------------------------------------------------------------
@@ -404,13 +389,15 @@ async def abort(ctx: CheckContext) -> None:
 async def in_stream_errors(ctx: CheckContext) -> None:
     """A failing LLM, before and during its answer, on every channel: the channel's in-stream error form with the
     contract's code where the protocol carries one, the stream ended, the turn kept (and counted)."""
+    scripts = ("cs-llm-error", "cs-mid-stream-error")
     turns = await asyncio.gather(
         *(
             post_turn(ctx, e, script, label=f"e-{e.name}-{script}", session_id=new_session(e))
             for e in endpoints(ctx)
-            for script in ("cs-llm-error", "cs-mid-stream-error")
+            for script in scripts
         )
     )
+    said = await contract_errors(ctx, scripts) if ctx.target.serves_gns3 else {}  # POST /stream's, same failures
     for turn in turns:
         answer, name = turn.answer, f"{turn.answer.endpoint.name} ({turn.expected.script})"
         await require_scripted(ctx, turn, "CHANNEL-010")
@@ -418,6 +405,7 @@ async def in_stream_errors(ctx: CheckContext) -> None:
         ctx.findings.expect(
             "CHANNEL-010", error is not None, f"{name}: no in-stream error; {answer.describe()}", answer.exchange
         )
+        judge_error_message(ctx, answer, said.get(turn.expected.script), name)
         if error is not None and answer.endpoint.name in ("openai_chat", "ag_ui"):
             ctx.findings.expect(
                 "CHANNEL-010",

@@ -100,6 +100,17 @@ def refused_as(answer: ChannelAnswer, status: int, code: str) -> bool:
     return answer.status == status and not answer.streamed and error.get("code") == code
 
 
+def answered_whole(answer: ChannelAnswer) -> bool:
+    """Answered 200 with a `chat.completion` object, not a stream."""
+    payload = json_or_none(answer.exchange.body)
+    return (
+        answer.status == 200
+        and not answer.streamed
+        and isinstance(payload, dict)
+        and payload.get("object") == ("chat.completion")
+    )
+
+
 def completion_problems(answer: ChannelAnswer, text: str) -> list[Violation]:
     """A turn answered without `stream`: a ChatCompletion of one choice (PROTO-005: `n` is 1, ChatCompletion.choices
     "can be more than one if n is greater than 1"), then the contract's message, `stop` and usage (OPENAI-003)."""
@@ -134,14 +145,35 @@ def completion_problems(answer: ChannelAnswer, text: str) -> list[Violation]:
 
 def failed_turn_problems(answer: ChannelAnswer) -> list[Violation]:
     """OPENAI-003: a failed turn not streamed is answered 502 `llm_error` with `x-should-retry: false` (the `openai`
-    client would otherwise run it again)."""
+    client would otherwise run it again), in OpenAI's error body (PROTO-006) of its status's type (OPENAI-004)."""
     found = []
     if answer.status != 502 or error_of(answer.exchange.body).get("code") != "llm_error":
         found.append(Violation("OPENAI-003", f"a failed turn should be answered 502 `llm_error`: {answer.describe()}"))
     if answer.headers.get("x-should-retry") != "false":
         retry = answer.headers.get("x-should-retry")
         found.append(Violation("OPENAI-003", f"x-should-retry is {retry!r}, not 'false'"))
+    if answer.status is not None and 400 <= answer.status <= 599:  # its body: OpenAI's (PROTO-006), typed (OPENAI-004)
+        payload = json_or_none(answer.exchange.body)
+        found += [
+            Violation(P_ERROR, f"not the OpenAI error body: {p}") for p in rules_openai.error_body_problems(payload)
+        ]
+        found += _type_problems(answer.status, error_of(answer.exchange.body))
     return found
+
+
+def typed_error_problems(status: int, body: str) -> list[str]:
+    """A refusal's body on the OpenAI channel: OpenAI's error body (PROTO-006) with the type of its status
+    (OPENAI-004), as CHANNEL-005 asks of every refusal there."""
+    found = [f"not the OpenAI error body: {p}" for p in rules_openai.error_body_problems(json_or_none(body))]
+    return found + [v.message for v in _type_problems(status, error_of(body))]
+
+
+def _type_problems(status: int, error: dict[str, Any]) -> list[Violation]:
+    """OPENAI-004: the error `type` its status gives."""
+    want = ERROR_TYPES.get(status, OPENAI_SERVER_ERROR_TYPE)
+    if error.get("type") == want:
+        return []
+    return [Violation("OPENAI-004", f"the type is {error.get('type')!r}; the contract types status {status} {want!r}")]
 
 
 def error_problems(exchange: Exchange, status: int, code: str | None) -> list[Violation]:
@@ -159,11 +191,7 @@ def error_problems(exchange: Exchange, status: int, code: str | None) -> list[Vi
             Violation("OPENAI-004", f"answered {exchange.outcome}, not {status}: {short(exchange.body or '')}")
         )
     error = error_of(exchange.body or "")
-    want = ERROR_TYPES.get(got, OPENAI_SERVER_ERROR_TYPE)
-    if error.get("type") != want:
-        found.append(
-            Violation("OPENAI-004", f"the type is {error.get('type')!r}; the contract types status {got} {want!r}")
-        )
+    found += _type_problems(got, error)
     if code is not None and error.get("code") != code:
         found.append(Violation("OPENAI-004", f"the code is {error.get('code')!r}, not the contract's {code!r}"))
     return found

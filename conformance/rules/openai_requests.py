@@ -44,11 +44,13 @@ def chat_standard(body: Body) -> dict[str, dict[str, Any]]:
 
 
 def chat_contract_accepted(body: Body) -> dict[str, dict[str, Any]]:
-    """OPENAI-001: members the contract accepts besides the standard ones."""
+    """OPENAI-001: members the contract accepts besides the standard ones, and `temperature` at INPUT-003's bounds."""
     return {
         "tool_choice none": body("none", tool_choice="none"),
         "tool_choice auto and user": body("auto", tool_choice="auto", user="conformance"),
         "max_tokens": body("max-tokens", max_tokens=4096),
+        "temperature 0 (a value, not unset)": body("temperature-0", temperature=0),
+        "temperature 2": body("temperature-2", temperature=2),
         "an unknown member that is null": body("null", **{UNKNOWN_MEMBER: None}),
     }
 

@@ -24,6 +24,10 @@ def _title(text: str = TITLE, **extra: Any) -> dict[str, Any]:
     return {"text_chunks": [text], "usage": {"input_tokens": 31, "output_tokens": 4}, **extra}
 
 
+# cs-long-history: a user message, an assistant message of these calls, their results and the answer: 103 messages.
+LONG_HISTORY_CALLS = 100
+
+
 def _call(call_id: str, tool: dict[str, Any], fragment: int = 6) -> dict[str, Any]:
     return {"id": call_id, "name": tool["name"], "arguments": tool["arguments"], "fragment_size": fragment}
 
@@ -92,6 +96,18 @@ def scenario_scripts(tools: dict[str, Any], heartbeat_interval: float) -> dict[s
             ],
             "title": _title(),
         },
+    }
+    # A turn whose history is longer than the GNS3 history's default limit (HISTORY-006: 100 messages): a user
+    # message, a generation of LONG_HISTORY_CALLS calls, their results, the answer (UI-004 reads it back whole).
+    scripts["cs-long-history"] = {
+        "steps": [
+            {
+                "tool_calls": [_call(f"call_cs_h{n}", tools["single"], 64) for n in range(LONG_HISTORY_CALLS)],
+                "usage": {"input_tokens": 120, "output_tokens": 900},
+            },
+            {"text_chunks": ["Read ", "them all."], "usage": {"input_tokens": 2400, "output_tokens": 4}},
+        ],
+        "title": _title(),
     }
     # A call's arguments dribble in, two characters at a time: an abort lands while they still stream, so the call
     # never completes (CHANNEL-009; UI-003's tool-input-error, AG-UI's TOOL_CALL_END before RUN_FINISHED).

@@ -646,4 +646,5 @@ from . import mutants_protocols  # noqa: E402, F401, I001  (the protocols' mutan
 from . import mutants_shapes  # noqa: E402, F401, I001  (the stream shapes' mutants: a provider's other cuts)
 from . import mutants_channel_aborts  # noqa: E402, F401, I001  (aborts, disconnects, project access on the channels)
 from . import mutants_bounds  # noqa: E402, F401, I001  (values at their bounds, unknown members beyond the stream)
+from . import mutants_channel_states  # noqa: E402, F401, I001  (the channels in the states of issue 31)
 from . import mutants_states  # noqa: E402, F401, I001  (the session operations in each state: sessions.states)
