@@ -102,6 +102,30 @@ def _openai_whole_text_before_tool_lost() -> None:
     openai_chat.run_to_end = run_to_end
 
 
+@mutant(
+    "openai-whole-answer-stops-at-a-call",
+    "a chat completion answered without `stream` is the model's first message: when it calls a tool, the text "
+    "before the call is answered and the call never runs",
+    {"OPENAI-003"},  # the message's content is the turn's whole text, the turn run to its end
+    only=(OPENAI,),
+)
+def _openai_whole_answer_stops_at_a_call() -> None:
+    import reference_server.channels.openai_chat as openai_chat
+    from reference_server.turns.core import contract_events
+
+    async def run_to_end(channel_turn):
+        events = []
+        async for batch in contract_events(channel_turn):  # leaving it stops the turn, as a client gone away
+            for event in batch:
+                if event["type"] == "tool_call":
+                    return events
+                if event["type"] != "heartbeat":
+                    events.append(event)
+        return events
+
+    openai_chat.run_to_end = run_to_end
+
+
 # --- OpenAI Responses ----------------------------------------------------------------------------------------
 
 
