@@ -64,7 +64,7 @@ AREAS: dict[str, str] = {
 # table-driven check whose table spans the rules of several areas (conformance/rules/session_states.py).
 PARTS: dict[str, str] = {
     "boundaries": "inputs",  # every bound of openapi.yaml's requests (conformance/rules/boundaries.py)
-    "channel_openai_aborted": "channel_openai",
+    "channel_openai_states": "channel_openai",
     "session_states": "sessions",
 }
 

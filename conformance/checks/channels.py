@@ -227,7 +227,6 @@ async def refusals(ctx: CheckContext) -> None:
             judge_refusal(ctx, "CHANNEL-005", answer, status, code, what)
             as_stream = refused_before_stream(answer) and answer.status == status  # as POST /stream refuses it
             ctx.findings.expect("CHANNEL-002", as_stream, f"{chosen.name}, {what}: not {status}: {answer.describe()}")
-    await _models_without_access(ctx)
 
 
 def _without_access(ctx: CheckContext, plain: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any], int, str]]:
@@ -236,13 +235,6 @@ def _without_access(ctx: CheckContext, plain: dict[str, Any]) -> list[tuple[str,
         ctx.findings.not_testable("CHANNEL-005", "no access_control declared: no user without access to the project")
         return []
     return [("a user without access to the project", plain, {"user": "stranger"}, 403, "project_access_denied")]
-
-
-async def _models_without_access(ctx: CheckContext) -> None:  # OPENAI-007: the list is for a caller with access
-    if "stranger" in ctx.env.users and "models" in ctx.target.openai_endpoints:
-        got = await ChannelClient(ctx).get("openai", "/models", user="stranger")
-        ok = (got.status, STREAMING["openai_chat"].refusal_code(got.body)) == (403, "project_access_denied")
-        ctx.findings.expect("OPENAI-007", ok, f"GET /models by a user without project access: {got.describe()}", got)
 
 
 @check("channels.client_tools")

@@ -143,7 +143,7 @@ def _channel_path(path: str) -> bool:
     "channels-without-project-access",
     "the channel endpoints (turns, the model list, the UI messages) do not ask for access to the project",
     {"CHANNEL-005", "CHANNEL-002", "OPENAI-007", "UI-004"},
-    only=(SHARED, UI),
+    only=(SHARED, UI, OPENAI),
 )
 def _channels_without_project_access() -> None:
     import reference_server.prelude as prelude
@@ -161,7 +161,7 @@ def _channels_without_project_access() -> None:
     "openai-models-without-project-access",
     "GET .../openai/v1/models answers the model list to a user without access to the project",
     {"OPENAI-007"},
-    only=(SHARED,),
+    only=(OPENAI,),
 )
 def _openai_models_without_project_access() -> None:
     import reference_server.prelude as prelude

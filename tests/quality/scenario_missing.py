@@ -164,4 +164,5 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "channel_ui.aborted": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
     "channel_ag_ui.aborted": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
     "channel_openai.aborted": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
+    "channel_openai.models_access": _always("its scenario is the model list asked by a user without project access"),
 }
