@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 
 from conformance.checks import check
-from conformance.checks.blame import require_turn
+from conformance.checks.blame import raise_if_blocked, require_turn
 from conformance.checks.context import CheckContext
 from conformance.checks.support import history, scenario_or, setup_turn, turn, worker_name
 from conformance.checks.support_stats import settled_stats_problems, stats_problems
+from conformance.checks.turns import completed_turn
 from conformance.errors import NotTestable
-from conformance.rules.scenarios import USAGE_SHAPES
+from conformance.rules.scenarios import UNKNOWN_TOOL, USAGE_SHAPES
 
 
 async def _judge_stats(ctx: CheckContext, session_id: str, requirements: list[str], *, what: str) -> None:
@@ -103,6 +104,47 @@ async def disconnect(ctx: CheckContext) -> None:
         ctx, session, what="after a client disconnect", cut=cut, requirement="STATS-005", seconds=15
     )
     ctx.findings.expect("STATS-005", not problems, "15 s after the client disconnected: " + "; ".join(problems))
+
+
+@check("stats.disconnect_during_tool", slow=True, slow_tool=True)
+async def disconnect_during_tool(ctx: CheckContext) -> None:
+    """STATS-005 after a client disconnect while a tool runs: the slow tool's tool_start, then the suite goes."""
+    session = ctx.session_id()
+    await turn(ctx, "STATS-005", session)
+    cut = await ctx.client.stream(
+        {"message": ctx.message("cs-slow-tool"), "session_id": session},
+        stop_when=lambda e: e.get("type") == "tool_start",
+    )
+    ctx.findings.require(
+        cut.status == 200 and "tool_start" in cut.types,
+        "STATS-005",
+        f"the slow tool's turn did not start its tool: {cut.exchange.describe()}, events {cut.types[-5:]}",
+        cut.exchange,
+    )
+    if "tool_end" in cut.types or "done" in cut.types:  # the tool had ended before the suite could go
+        raise NotTestable(f"the tool had ended before the suite disconnected, so no disconnect cut it: {cut.types}")
+    after = ctx.env.scripts["cs-slow-tool"]["steps"][1]["usage"]
+    # The tool's call was complete; the generation after the tool may have been started, cut, or never made.
+    allowed = [(0, 0), (after["input_tokens"], after["output_tokens"])]
+    problems = await settled_stats_problems(
+        ctx, session, what="after a client disconnect during a tool", cut=allowed, requirement="STATS-005", seconds=15
+    )
+    ctx.findings.expect("STATS-005", not problems, "15 s after the client disconnected: " + "; ".join(problems))
+
+
+@check("stats.unknown_tool")
+async def unknown_tool(ctx: CheckContext) -> None:
+    """STATS-001..004 after a turn whose model names a tool the server does not have, however the server ends it
+    (a failed tool result and the next generation, or an `error` event): the statistics count that turn too."""
+    session = ctx.session_id()
+    result = await ctx.client.stream({"message": ctx.message("cs-unknown-tool"), "session_id": session})
+    if not completed_turn(result):  # judged however it ended, unless the server serves no basic turn either
+        why = f"the turn did not complete: {result.exchange.describe()}, events {result.types[-5:]}"
+        await raise_if_blocked(ctx, None, ["cs-unknown-tool"], "STATS-001", why)
+        ctx.findings.require(result.status == 200 and result.completed, "STATS-001", why, result.exchange)
+    ended = "ended by an `error` event" if "error" in result.types else "ended normally"
+    what = f"one turn whose model named the unknown tool {UNKNOWN_TOOL!r} ({ended})"
+    await _judge_stats(ctx, session, ["STATS-001", "STATS-002", "STATS-003", "STATS-004"], what=what)
 
 
 @check("stats.declared_title_counting")

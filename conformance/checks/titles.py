@@ -31,6 +31,21 @@ async def initial(ctx: CheckContext) -> None:
     await _failed_first_turn(ctx, session, "TITLE-001")
     title = await _title(ctx, session)
     ctx.findings.expect("TITLE-001", title == NEW, f"a new session, whose only turn failed, is titled {title!r}")
+    # A turn that fails after a tool call: where a server fails the turn whose model names a tool it does not have
+    # (gns3-server: KeyError, then `error`), the session is still new. A server that goes on (TOOLCALL-008) titles
+    # it as any answered turn, which titles.generated judges.
+    session = ctx.session_id("unknown-tool")
+    result = await ctx.client.stream({"message": ctx.message("cs-unknown-tool"), "session_id": session})
+    ctx.findings.require(result.status == 200, "TITLE-001", f"the turn answered {result.status}", result.exchange)
+    if "error" in result.types:
+        title = await _title(ctx, session)
+        ctx.findings.expect(
+            "TITLE-001",
+            title == NEW,
+            f"a new session, whose only turn failed (`error`) after its model named an unknown tool, is titled "
+            f"{title!r}",
+            result.exchange,
+        )
 
 
 @check("titles.generated")

@@ -3,9 +3,11 @@ comes from the suite's own misunderstanding. A wrong declaration stops the run (
 with the target-file key to change, in seconds, instead of dozens of FAILs.
 
 It asks, in order: does the chat prefix answer, and does each declared user's token work; does a turn reach the
-suite's fake LLM; does the server offer its LLM every declared tool; does the slow tool take its time (when a
-selected check plays it: CheckSpec.slow_tool; else no verdict depends on it, and the run saves its seconds). What
-it measures (the slow tool's duration) feeds the stream deadlines of the checks (Environment.deadline_for).
+suite's fake LLM; does the server offer its LLM every declared tool; do the declared failing and raising tools fail
+(a declared failing tool that in fact succeeds would let TOOLCALL-008 pass on a turn where nothing failed); does the
+slow tool take its time (when a selected check plays it: CheckSpec.slow_tool; else no verdict depends on it, and the
+run saves its seconds). What it measures (the slow tool's duration) feeds the stream deadlines of the checks
+(Environment.deadline_for).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from conformance.channels.endpoints import declared as declared_endpoints
 from conformance.checks.context import CheckContext
 from conformance.errors import TargetMisdeclared
 from conformance.harness.environment import Environment
+from conformance.rules.tool_results import FAILURE_WORDS, reads_as_failure, tool_result
 from conformance.transport.exchanges import json_or_none
 
 SLOW_TOOL_AT_LEAST = 1.0  # seconds: long enough for an abort or a disconnect to land while it runs
@@ -124,6 +127,43 @@ async def _offers_tools(ctx: CheckContext, requests: list[dict[str, Any]], answe
                 )
 
 
+# The declared tools whose call must fail: role -> (its scenario, what its tool does instead of succeeding).
+MUST_FAIL = {
+    "failing": ("cs-failing-tool", "returns an error"),
+    "raising": ("cs-raising-tool", "raises an exception (called with arguments it cannot take, for example)"),
+}
+
+
+async def _tools_fail(env: Environment) -> None:
+    """Each declared failing and raising tool fails: the result the server gives its LLM for the call (or, on the
+    GNS3 stream, the call's tool_end) reads as a failure. Over HTTP a tool that raises and one that returns an error
+    look alike (both are failed results), so what is proved for `raising` is that its call fails; what the target
+    says of how is its own. A turn with no result to read (the server ended it at the tool) is TOOLCALL-008's to
+    judge, not a misdeclaration."""
+    for role, (script, how) in MUST_FAIL.items():
+        if script not in env.scripts:
+            continue
+        ctx = CheckContext(env, f"preflight.{role}", [])  # a run tag of its own: its requests alone
+        tool = env.target.tools[role]
+        ended: list[str] = []
+        if env.target.serves_gns3:
+            result = await ctx.client.stream({"message": ctx.message(script, "Preflight")})
+            ended = [str(e.get("tool_output", "")) for e in result.events if e.get("type") == "tool_end"]
+        else:
+            await _channel_turn(ctx, script)
+        call_id = env.scripts[script]["steps"][0]["tool_calls"][0]["id"]
+        text = tool_result(await ctx.llm.main_requests(), call_id)
+        if text is None and ended:
+            text = ended[0]
+        if text is not None and not reads_as_failure(text):
+            raise TargetMisdeclared(
+                f"declarations.tools.{role}",
+                f"a turn calling {tool['name']!r} with {tool['arguments']} did not fail: its result was "
+                f"{text[:200]!r}, which names no failure (none of: {', '.join(FAILURE_WORDS)}); declare a call "
+                f"whose tool {how}",
+            )
+
+
 async def _slow_tool(ctx: CheckContext) -> float | None:
     """How long a turn that calls the slow tool takes (None when no slow tool is declared)."""
     if "cs-slow-tool" not in ctx.env.scripts:
@@ -174,9 +214,10 @@ def _refused(target: Any, where: str, status: int) -> str:
 
 async def _channels_only(ctx: CheckContext, slow_tool: bool) -> None:
     """Preflight of a target that serves channels only: the first one answers, a turn reaches the fake LLM with the
-    declared tools, the slow tool takes its time."""
+    declared tools, the failing and raising tools fail, the slow tool takes its time."""
     _took, answer = await _channel_turn(ctx, "cs-plain")
     await _offers_tools(ctx, await ctx.llm.requests(), f"answered {answer.status}")
+    await _tools_fail(ctx.env)
     if slow_tool and "cs-slow-tool" in ctx.env.scripts:
         took, answer = await _channel_turn(ctx, "cs-slow-tool")
         _slow_enough(ctx, took, answer.status)
@@ -192,4 +233,5 @@ async def preflight(env: Environment, slow_tool: bool = True) -> None:
         return
     await _prefix_and_users(ctx)
     await _llm_and_tools(ctx)
+    await _tools_fail(env)
     env.slow_tool_seconds = (await _slow_tool(ctx) if slow_tool else None) or 0.0

@@ -171,6 +171,17 @@ def scenario_scripts(tools: dict[str, Any], heartbeat_interval: float) -> dict[s
             ],
             "title": _title(),
         }
+    if "raising" in tools:  # a tool that raises inside, not one that returns an error: still a failed tool result
+        scripts["cs-raising-tool"] = {
+            "steps": [
+                {
+                    "tool_calls": [_call("call_cs_r1", tools["raising"])],
+                    "usage": {"input_tokens": 86, "output_tokens": 10},
+                },
+                {"text_chunks": ["The tool ", "raised."], "usage": {"input_tokens": 137, "output_tokens": 7}},
+            ],
+            "title": _title(),
+        }
     if "slow" in tools:
         scripts["cs-slow-tool"] = {
             "steps": [

@@ -66,7 +66,8 @@ class _FailingArgs(BaseModel):
 # The argument schemas are made once: inferring them from each project's functions made a pydantic model per tool
 # and project, a large part of opening a project.
 def make_tools(project_dir: Path) -> list[BaseTool]:
-    """The agent's tools for one project; every failure is a ToolException, reported as a tool result.
+    """The agent's tools for one project; every failure is a ToolException, reported as a tool result, except
+    raising_tool's, which the tool node catches (graph.run_tool).
 
     All are coroutines: none blocks, and parallel calls then start and end in a deterministic order.
     """
@@ -105,7 +106,15 @@ def make_tools(project_dir: Path) -> list[BaseTool]:
         """A tool that always fails; it exists so that the failure path of a turn can be exercised."""
         raise ToolException(f"failing_tool failed on purpose ({reason or 'no reason given'})")
 
-    tools = [get_topology, run_show_command, wait_seconds, failing_tool]
+    @tool(args_schema=_FailingArgs)
+    async def raising_tool(reason: str = "") -> str:
+        """A tool whose code raises (a bug, not a reported failure); it exists so that a turn's tool that raises can be
+        exercised."""
+        # Not a ToolException: handle_tool_error lets it through, and the tool node makes it the call's failed result,
+        # ended by a tool_end like any other (TOOLCALL-008).
+        raise RuntimeError(f"raising_tool raised on purpose ({reason or 'no reason given'})")
+
+    tools = [get_topology, run_show_command, wait_seconds, failing_tool, raising_tool]
     for item in tools:
         item.handle_tool_error = True
         item.handle_validation_error = True

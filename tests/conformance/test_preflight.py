@@ -4,6 +4,7 @@ one message naming the key to change (never dozens of FAILs). Each case runs aga
 from __future__ import annotations
 
 import copy
+import json
 import time
 
 import pytest
@@ -51,6 +52,14 @@ def _slow_tool_that_is_quick(data):
     data["declarations"]["tools"]["slow"] = {"name": "get_topology", "arguments": {"detail": "summary"}}
 
 
+def _failing_tool_that_succeeds(data):
+    data["declarations"]["tools"]["failing"] = {"name": "get_topology", "arguments": {"detail": "summary"}}
+
+
+def _raising_tool_that_does_not_raise(data):
+    data["declarations"]["tools"]["raising"] = {"name": "wait_seconds", "arguments": {"seconds": 0}}
+
+
 def _llm_not_pointed_at_the_fake_llm(data):
     data["llm"] = {"mode": "preconfigured"}  # nobody configures the users' LLM: turns never reach the fake LLM
 
@@ -62,9 +71,19 @@ def _llm_not_pointed_at_the_fake_llm(data):
         (_tool_not_offered, "declarations.tools.single"),
         (_second_parallel_tool_not_offered, "declarations.tools.parallel[1]"),
         (_slow_tool_that_is_quick, "declarations.tools.slow"),
+        (_failing_tool_that_succeeds, "declarations.tools.failing"),
+        (_raising_tool_that_does_not_raise, "declarations.tools.raising"),
         (_llm_not_pointed_at_the_fake_llm, "llm"),
     ],
-    ids=["wrong-prefix", "tool-not-offered", "parallel-tool-not-offered", "quick-slow-tool", "llm-not-routed"],
+    ids=[
+        "wrong-prefix",
+        "tool-not-offered",
+        "parallel-tool-not-offered",
+        "quick-slow-tool",
+        "failing-tool-succeeds",
+        "raising-tool-does-not-raise",
+        "llm-not-routed",
+    ],
 )
 @pytest.mark.slow  # whole suite runs or servers: left out of --quick
 def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key):
@@ -88,3 +107,22 @@ def test_the_slow_tool_is_measured_only_for_a_run_whose_checks_play_it(tmp_path)
     assert result.exit_code == 0, result.output
     assert not any(spec.slow_tool for spec in select(["channel_ag_ui"]))
     assert {spec.id for spec in select(None) if spec.slow_tool} >= {"abort.running_turn", "channels.abort"}
+
+
+@pytest.mark.covers("TOOLCALL-008")
+@pytest.mark.slow  # a suite run: left out of --quick
+def test_without_a_raising_tool_its_case_of_toolcall_008_is_not_judged_and_says_why(tmp_path):
+    """A target that declares no raising tool: TOOLCALL-008's other cases are played, and the rule is not PASS (its
+    state of a tool that raises was not judged) but N/A, naming the key to declare."""
+    path = target_file(tmp_path, lambda data: data["declarations"]["tools"].pop("raising"))
+    result = CliRunner().invoke(
+        cli,
+        ["run", "--target", path, "--only", "tool_calls.failing_tool", "--report-dir", str(tmp_path / "reports"),
+         "--quiet"],
+        prog_name="copilot-conformance",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "reports" / "conformance.json").read_text(encoding="utf-8"))
+    verdict = next(r for r in report["requirements"] if r["id"] == "TOOLCALL-008")
+    assert verdict["verdict"] == "N/A", verdict
+    assert "declarations.tools.raising" in json.dumps(verdict)

@@ -173,6 +173,7 @@ def test_a_channel_only_target_without_tools_plays_only_the_scenarios_without_th
         "cs-tool": "single",
         "cs-parallel": "parallel",
         "cs-failing-tool": "failing",
+        "cs-raising-tool": "raising",
         "cs-slow-tool": "slow",
         # the stream shapes that call a tool
         **dict.fromkeys(["cs-tool-whole", "cs-text-then-tool", "cs-no-usage", "cs-usage-in-finish"], "single"),

@@ -69,6 +69,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "grammar.order": _blocked(),
     # The heartbeat needs the fake LLM's silence inside a turn: with the model down, no turn reaches it.
     "heartbeat.sent": _blocked(),
+    "heartbeat.during_tool": _blocked(TOOL_TURNS_FAIL, "TESTABILITY-003"),
     "heartbeat.declared_interval": _always("it judges the target's declaration against the contract's bounds"),
     "history.format": _blocked(),
     "history.ids": _blocked(),
@@ -110,6 +111,8 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "stats.error_turn": _blocked(),
     # The disconnect must cut a running turn: a turn sent whole leaves nothing to cut.
     "stats.disconnect": Missing(ONE_PIECE, reason_has="no disconnect cut it"),
+    "stats.disconnect_during_tool": Missing(ONE_PIECE, reason_has="no disconnect cut it"),
+    "stats.unknown_tool": _blocked(),
     "stats.declared_title_counting": _always("it judges the target's declaration"),
     "stream_errors.error_then_done": _blocked(),
     "testability.llm_config": Missing(

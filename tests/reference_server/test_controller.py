@@ -698,7 +698,13 @@ async def test_an_openai_compatible_llm_config_is_used(lab, fake_llm_server):
         assert record["extra"]["authorization"] == f"Bearer {api_key}"
         assert record["temperature"] == 0.3
         assert record["stream"] is True
-    assert main["step"] == 0 and main["tools"] == ["get_topology", "run_show_command", "wait_seconds", "failing_tool"]
+    assert main["step"] == 0 and main["tools"] == [
+        "get_topology",
+        "run_show_command",
+        "wait_seconds",
+        "failing_tool",
+        "raising_tool",
+    ]
     assert title["step"] is None and title["tools"] == []
     assert [m["content"] for m in main["messages"] if m["role"] == "user"] == ["hi [[fake-llm:plain]]"]
     session = await lab.session(stream.session_id, headers=headers)

@@ -127,7 +127,8 @@ async def test_what_the_llm_receives(lab):
     main, title = [r for r in records if r.step is not None], [r for r in records if r.step is None]
     assert [r.step for r in main] == [0, 1] and len(title) == 1
     for record in main:
-        assert sorted(record.tools) == ["failing_tool", "get_topology", "run_show_command", "wait_seconds"]
+        tools = ["failing_tool", "get_topology", "raising_tool", "run_show_command", "wait_seconds"]
+        assert sorted(record.tools) == tools
         users = [m for m in record.messages if m["role"] == "user"]
         assert users[-1]["content"] == "Tell me about R1 \u00e9 [[fake-llm:tool-round-trip:what-llm-gets]]"
         assert record.temperature == 0.2  # the request's temperature, for this turn only

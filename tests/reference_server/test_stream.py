@@ -9,6 +9,7 @@ import pytest
 
 from conformance.harness.machine_load import stretched
 from conformance.rules.stream_events import check_events
+from fake_llm.scripts import parse_script
 
 pytestmark = pytest.mark.anyio
 
@@ -78,6 +79,30 @@ async def test_a_failing_tool_is_a_tool_result_and_the_turn_goes_on(lab):
     history = await lab.history(stream.session_id)
     tool_message = next(m for m in history["messages"] if m["role"] == "tool")
     assert "failed on purpose" in tool_message["content"]
+
+
+@pytest.mark.covers("TOOLCALL-008")
+async def test_a_tool_that_raises_is_a_failed_tool_result_ended_by_its_tool_end(lab):
+    """raising_tool raises a RuntimeError, not a ToolException: the tool node still makes it the call's result."""
+    script = {
+        "name": "raising-tool",
+        "steps": [
+            {
+                "tool_calls": [{"id": "call_raise_1", "name": "raising_tool", "arguments": {"reason": "test"}}],
+                "usage": {"input_tokens": 80, "output_tokens": 10},
+            },
+            {"text_chunks": ["It raised."], "usage": {"input_tokens": 120, "output_tokens": 3}},
+        ],
+        "title": {"text_chunks": ["Raising tool"], "usage": {"input_tokens": 25, "output_tokens": 2}},
+    }
+    lab.app.state.services.manager.models.library.add(parse_script(script, source="test"))
+    stream = await lab.stream("[[fake-llm:raising-tool]]")
+    assert "error" not in stream.types and stream.types[-1] == "done"
+    starts = [e for e in stream.events if e["type"] == "tool_start"]
+    ends = [e for e in stream.events if e["type"] == "tool_end"]
+    assert [e["tool_call_id"] for e in starts] == [e["tool_call_id"] for e in ends] == ["call_raise_1"]
+    assert "raised on purpose" in ends[0]["tool_output"]
+    assert stream.content == "It raised."
 
 
 @pytest.mark.covers("STREAM-CONTENT-001")
