@@ -100,12 +100,12 @@ def test_the_slow_tool_is_measured_only_for_a_run_whose_checks_play_it(tmp_path)
     there (no verdict depends on it), and stops a run that plays it (the test above)."""
     result = CliRunner().invoke(
         cli,
-        ["run", "--target", target_file(tmp_path, _slow_tool_that_is_quick), "--only", "channel_ag_ui",
+        ["run", "--target", target_file(tmp_path, _slow_tool_that_is_quick), "--only", "titles",
          "--report-dir", str(tmp_path / "reports"), "--quiet"],
         prog_name="copilot-conformance",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert not any(spec.slow_tool for spec in select(["channel_ag_ui"]))
+    assert not any(spec.slow_tool for spec in select(["titles"]))
     assert {spec.id for spec in select(None) if spec.slow_tool} >= {"abort.running_turn", "channels.abort"}
 
 
