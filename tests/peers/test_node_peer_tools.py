@@ -44,6 +44,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("wait_seconds", {"seconds": -1}),
     ("failing_tool", {}),
     ("failing_tool", {"reason": "conformance"}),
+    ("raising_tool", {}),
+    ("raising_tool", {"reason": "conformance"}),
 ]
 
 # Runs each case through the tool's own input schema (defaults filled) and its execute; prints one JSON line.
@@ -98,7 +100,7 @@ async def _python(project_dir: Path) -> tuple[dict[str, Any], list[dict[str, str
         tool = tools[name]
         try:
             results.append({"output": await tool.coroutine(**tool.args_schema(**args).model_dump())})
-        except ToolException as exc:
+        except (ToolException, RuntimeError) as exc:  # a reported failure, or raising_tool's raise
             results.append({"error": str(exc)})
     return schemas, results
 

@@ -131,5 +131,14 @@ export function makeTools(projectDir) {
         throw new Error(`failing_tool failed on purpose (${reason || "no reason given"})`);
       },
     }),
+    raising_tool: tool({
+      description:
+        "A tool whose code raises (a bug, not a reported failure); it exists so that a turn's tool that raises can be\n        exercised.",
+      inputSchema: z.object({ reason: z.string().default("") }),
+      execute: async ({ reason = "" }) => {
+        // In `ai` a tool fails only by throwing, so this is failing_tool's path with the Python tool's own words.
+        throw new Error(`raising_tool raised on purpose (${reason || "no reason given"})`);
+      },
+    }),
   };
 }
