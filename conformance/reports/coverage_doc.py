@@ -88,7 +88,8 @@ def render() -> str:
     gaps = sum(len(states.get("gaps", [])) for states in coverage.values())
     counts = [state_counts(states) for states in coverage.values()]
     judged, named = sum(c[0] for c in counts), sum(c[1] for c in counts)
-    lines += ["", f"{len(judged_rules())} rules; {judged} of {named} states judged; {gaps} known gaps.", ""]
+    known = f"{gaps} known gap{'' if gaps == 1 else 's'}"
+    lines += ["", f"{len(judged_rules())} rules; {judged} of {named} states judged; {known}.", ""]
     return "\n".join(lines)
 
 

@@ -22,4 +22,4 @@ def test_each_rule_says_how_many_of_the_states_its_text_names_are_judged():
     assert coverage_doc.state_counts({"every stream": "every stream"}) == (1, 1)
     rendered = coverage_doc.render()
     assert "| requirement | judged | state | judged by |" in rendered
-    assert rendered.rstrip().endswith("known gaps.") and " states judged; " in rendered
+    assert " known gap" in rendered.splitlines()[-1] and " states judged; " in rendered
