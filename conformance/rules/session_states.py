@@ -63,15 +63,20 @@ def _e(what: str, value: Any, requirement: str) -> Expect:
 
 def _rename(state: str) -> Cell:
     keep = [_e("answer.pinned", KEPT, "SESSION-004"), _e("listed.pinned", KEPT, "PIN-001")]
-    after = "once the turn has ended" if state == "running" else "afterwards"
+    listed = (
+        "TITLE-003: listed with that title once the turn has ended (its titling overwrites no PATCH title)"
+        if state == "running"
+        else "listed with that title afterwards"
+    )
     return Cell(
-        f"SESSION-004: 200 with the renamed session (the title sent, pinned as it was); listed with that title "
-        f"{after}; PIN-001: a pin lasts until it is removed",
+        f"SESSION-004: 200 with the renamed session (the title sent, pinned as it was); {listed}; PIN-001: a pin "
+        "lasts until it is removed",
         (
             _e("answer.status", 200, "SESSION-004"),
             _e("answer.thread_id", SESSION, "SESSION-004"),
             _e("answer.title", SENT, "SESSION-004"),
-            _e("listed.title", SENT, "SESSION-004"),
+            # Undone once the running turn ends: automatic titling overwrote a PATCH title (TITLE-003).
+            _e("listed.title", SENT, "TITLE-003" if state == "running" else "SESSION-004"),
             *keep,
         ),
     )
@@ -81,14 +86,14 @@ def _pin(state: str, pinned: bool) -> Cell:
     operation = "PUT" if pinned else "DELETE"
     return Cell(
         f"PIN-001: {operation} pin answers 200 with the session (its title as it is), pinned {str(pinned).lower()}, "
-        "idempotent; SESSION-004: a rename's title lasts",
+        "idempotent",
         (
             _e("answer.status", 200, "PIN-001"),
             _e("answer.thread_id", SESSION, "PIN-001"),
             _e("answer.pinned", pinned, "PIN-001"),
             _e("answer.title", KEPT, "PIN-001"),
             _e("listed.pinned", pinned, "PIN-001"),
-            _e("listed.title", KEPT, "SESSION-004"),
+            _e("listed.title", KEPT, "PIN-001"),
         ),
     )
 
@@ -127,12 +132,12 @@ def _history(state: str) -> Cell:
 
 def _stream(state: str) -> Cell:
     return Cell(
-        "SESSION-005: the turn continues the session (its history grows); SESSION-004 and PIN-001: its title and pin "
-        "last",
+        "SESSION-005: the turn continues the session (its history grows); TITLE-003: a PATCH title is never "
+        "overwritten by the turn's titling; PIN-001: its pin lasts",
         (
             _e("answer.status", 200, "SESSION-005"),
             _e("history.grown", True, "SESSION-005"),
-            _e("listed.title", KEPT, "SESSION-004"),
+            _e("listed.title", KEPT, "TITLE-003"),
             _e("listed.pinned", KEPT, "PIN-001"),
         ),
     )

@@ -55,7 +55,7 @@ def _write_back_at_end(column: str) -> None:
 @mutant(
     "rename-lost-when-the-turn-ends",
     "a rename during a running turn is undone when the turn ends: the turn writes back the title it read when it began",
-    {"SESSION-004"},
+    {"TITLE-003"},
 )
 def _rename_lost_when_the_turn_ends() -> None:
     _write_back_at_end("title")
@@ -73,7 +73,7 @@ def _pin_lost_when_the_turn_ends() -> None:
 @mutant(
     "pin-resets-a-renamed-title",
     "pinning a renamed session gives it back the initial title",
-    {"PIN-001", "SESSION-004"},  # the pin's answer has the wrong title; the rename's title is lost
+    {"PIN-001"},  # the pin's answer has the wrong title, and the pin changed the listed one
 )
 def _pin_resets_a_renamed_title() -> None:
     from reference_server.agent.sessions_repo import MANUAL_TITLE, ChatSessionsRepository
