@@ -207,7 +207,7 @@ def test_end_to_end_against_the_reference_server(tmp_path):
 
     # The plugin, with tests selected by requirement id: only the checks that judge them run.
     plugin_reports = tmp_path / "plugin"
-    command = readme_command(".venv/bin/pytest --pyargs conformance --copilot-target reference -k TITLE-003")
+    command = readme_command(".venv/bin/pytest --pyargs conformance --copilot-target reference -k TITLE-004")
     completed = subprocess.run(
         [
             str(ROOT / command[0]),
@@ -225,10 +225,10 @@ def test_end_to_end_against_the_reference_server(tmp_path):
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
     data = check_reports(plugin_reports)
-    assert [c["id"] for c in data["checks"]] == [c.id for c in select(["TITLE-003"])] == ["titles.sticky_after_rename"]
+    assert [c["id"] for c in data["checks"]] == [c.id for c in select(["TITLE-004"])] == ["titles.once"]
     judged = {r["id"]: r["verdict"] for r in data["requirements"] if r["verdict"] not in ("NOT SELECTED", "EXCLUDED")}
-    assert judged == {"TITLE-003": "PASS"}
-    others = len(spec.load_requirements()["requirements"]) - 1  # one test per requirement: all but TITLE-003
+    assert judged == {"TITLE-004": "PASS"}
+    others = len(spec.load_requirements()["requirements"]) - 1  # one test per requirement: all but TITLE-004
     assert f"1 passed, {others} deselected" in completed.stdout
     assert "copilot-conformance" in completed.stdout and "run took" in completed.stdout
 
