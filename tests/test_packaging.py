@@ -221,13 +221,13 @@ def test_installed_the_pytest_plugin_runs_the_checks_of_the_selected_requirement
         "--copilot-target",
         "reference",
         "-k",
-        "TITLE-003",
+        "TITLE-004",
         "--copilot-report-dir",
         "reports",
         cwd=tmp_path,
     )
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    others = len(spec.load_requirements()["requirements"]) - 1  # one test per requirement: all but TITLE-003
+    others = len(spec.load_requirements()["requirements"]) - 1  # one test per requirement: all but TITLE-004
     assert f"1 passed, {others} deselected" in completed.stdout
     data = json.loads((tmp_path / "reports" / "conformance.json").read_text())
-    assert [c["id"] for c in data["checks"]] == ["titles.sticky_after_rename"]
+    assert [c["id"] for c in data["checks"]] == ["titles.once"]
