@@ -8,8 +8,9 @@ allowing one whose role holds the privilege grants when it is on the path itself
 is one with `allowed: false` or of the built-in role `No Access`, and it refuses every privilege, whatever its
 role holds: gns3-server looks up only the entries whose role holds the privilege asked, so that there a deny of
 `Auditor` leaves `Project.Allocate` (close, delete) to a parent grant and `No Access`, holding nothing, forbids
-nothing (ACCESS-003, ACCESS-004; issue 34). Superadmins hold every privilege. The creator of a project gets the `User` role on it when it is created, so a project
-belongs to its creator and an administrator can still take that away. Groups and resource pools are not modelled.
+nothing (ACCESS-003, ACCESS-004; issue 34). Superadmins hold every privilege. The creator of a project gets the
+`User` role on it when it is created, so a project belongs to its creator and an administrator can still take that
+away. Groups and resource pools are not modelled.
 """
 
 from __future__ import annotations
