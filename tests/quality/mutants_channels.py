@@ -178,8 +178,8 @@ def _openai_error_then_finish() -> None:
     # reaches the client in it (the contract's)
     {"OPENAI-004", "OPENAI-PROTO-006"},
     # every refusal the other rules judge is read in OpenAI's envelope: unsupported members, the failed turn's 502,
-    # an unknown previous response
-    {"OPENAI-001", "OPENAI-003", "OPENAI-005"},
+    # an unknown previous response, the model list's 403 to a user without project access
+    {"OPENAI-001", "OPENAI-003", "OPENAI-005", "OPENAI-007"},
     only=(OPENAI,),
 )
 def _openai_refusals_in_contract_body() -> None:

@@ -42,6 +42,9 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
         data["name"] = "reference-over-http"
         data["base_url"] = server.base_url
         data["declarations"]["heartbeat_interval"] = DEFAULT_HEARTBEAT
+        # the slow tool must outlast an interval for a heartbeat to be due while it runs (heartbeat.during_tool)
+        data["declarations"]["tools"]["slow"]["arguments"]["seconds"] = DEFAULT_HEARTBEAT + 2
+        data["auth"]["token_key"] = {"file": str(tmp_path / "data" / "secrets" / "jwt_secret_key")}  # CONTROLLER-001
         data["declarations"]["database"]["project_dir"] = str(tmp_path / "data" / "projects" / "{project_id}")
         path = tmp_path / "target.yaml"
         path.write_text(yaml.safe_dump(data), encoding="utf-8")
@@ -52,8 +55,9 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
     # What the run made (users, their access and LLM configurations, a project per check) is gone: only the admin
     # is left.
     assert over_http.cleanup is not None and not over_http.cleanup.kept and over_http.cleanup.left == []
-    # main, other, no_llm, the stranger, and the user controller_api.answers gives an LLM configuration of its own
-    assert over_http.cleanup.removed["user"] == 5 and over_http.cleanup.removed["project"] > 50
+    # main, other, no_llm, the stranger, the user controller_api.answers gives an LLM configuration of its own, and
+    # one each of access.precedence (without an LLM configuration) and access.entries (for its entries)
+    assert over_http.cleanup.removed["user"] == 7 and over_http.cleanup.removed["project"] > 50
     assert over_http.cleanup.removed["ace"] == 3  # main, other and no_llm on /projects; the stranger has none
     assert left_on_server == {"users": ["admin"], "projects": []}
     assert not list((tmp_path / "data" / "projects").iterdir())
