@@ -1,18 +1,65 @@
-"""Self-check of the contract itself: what the main job can verify before any server is involved."""
+"""Self-check of the contract itself: what the main job can verify before any server is involved.
+
+Validating spec/openapi.yaml takes seconds of CPU, at every run, on files that rarely change: a clean result is
+kept in a cache folder under the fingerprint of the contract's files and of the validators' versions, and a run
+on the same files is answered from it. A problem is never kept: it is found again at every run until fixed."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections import Counter
-
-from openapi_spec_validator.validation import OpenAPIV32SpecValidator
+from importlib.metadata import version
+from pathlib import Path
 
 import gns3_copilot_spec as spec
 from conformance.rules.framing import parse_stream
 from conformance.rules.stream_events import check_events
 
+CHECKED_SUFFIXES = (".yaml", ".json", ".sse")
+VALIDATORS = ("openapi-spec-validator", "jsonschema")
 
-def contract_problems() -> tuple[list[str], list[str]]:
-    """(what was checked, the problems found) for spec/ as it is on disk."""
+
+def default_cache_dir() -> Path:
+    """$COPILOT_CONFORMANCE_CACHE, or copilot-conformance/ in the user's cache folder (XDG)."""
+    if os.environ.get("COPILOT_CONFORMANCE_CACHE"):
+        return Path(os.environ["COPILOT_CONFORMANCE_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "copilot-conformance"
+
+
+def fingerprint() -> str:
+    """The contract's files (every file under spec/ the checks read) and the validators that judged them."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in spec.SPEC_DIR.rglob("*") if p.suffix in CHECKED_SUFFIXES and p.is_file()):
+        digest.update(path.relative_to(spec.SPEC_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for name in VALIDATORS:
+        digest.update(f"{name}=={version(name)}\0".encode())
+    return digest.hexdigest()
+
+
+def contract_problems(cache_dir: Path | None = None) -> tuple[list[str], list[str]]:
+    """(what was checked, the problems found) for spec/ as it is on disk; `cache_dir` None: default_cache_dir()."""
+    kept = (cache_dir or default_cache_dir()) / f"contract-{fingerprint()}.json"
+    try:
+        return json.loads(kept.read_text(encoding="utf-8"))["checked"], []
+    except (OSError, ValueError, KeyError):
+        pass  # not checked yet, or an unreadable cache: checked again
+    checked, problems = _check()
+    if not problems:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            temporary = kept.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps({"checked": checked}), encoding="utf-8")
+            temporary.replace(kept)  # whole or absent, with runs in parallel
+        except OSError:
+            pass  # a read-only home: checked at every run
+    return checked, problems
+
+
+def _check() -> tuple[list[str], list[str]]:
+    from openapi_spec_validator.validation import OpenAPIV32SpecValidator  # a second of imports, on a miss only
+
     checked, problems = [], []
     try:
         OpenAPIV32SpecValidator(spec.load_openapi(), base_uri=spec.OPENAPI_PATH.as_uri()).validate()

@@ -271,8 +271,9 @@ def shape_scripts(tools: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def write_scripts(folder: Path, tools: dict[str, Any], heartbeat_interval: float) -> dict[str, dict[str, Any]]:
     folder.mkdir(parents=True, exist_ok=True)
     scripts = scenario_scripts(tools, heartbeat_interval)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's where there is one: written at every run
     for name, script in scripts.items():
-        (folder / f"{name}.yaml").write_text(yaml.safe_dump(script, sort_keys=False), encoding="utf-8")
+        (folder / f"{name}.yaml").write_text(yaml.dump(script, Dumper=dumper, sort_keys=False), encoding="utf-8")
     return scripts
 
 

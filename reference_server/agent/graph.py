@@ -10,6 +10,7 @@ from langchain_core.callbacks.manager import adispatch_custom_event
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -63,9 +64,11 @@ def build_graph(
     tools: list[BaseTool], models: ChatModelFactory, checkpointer: BaseCheckpointSaver
 ) -> CompiledStateGraph:
     tools_by_name = {item.name: item for item in tools}
+    # The tools' OpenAI schemas, made once per graph: bind_tools would derive them from the tools at every call.
+    tool_schemas = [convert_to_openai_tool(item) for item in tools]
 
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
-        model = models.build(current_llm_settings()).bind_tools(tools)
+        model = models.build(current_llm_settings()).bind_tools(tool_schemas)
         # The whole conversation, its user messages as they were sent (TESTABILITY-002).
         instructions = current_instructions()
         system = SYSTEM_PROMPT if not instructions else f"{SYSTEM_PROMPT}\n\n{instructions}"
