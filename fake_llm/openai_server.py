@@ -16,8 +16,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+# Starlette, not FastAPI: the suite starts a fake LLM for every run, and FastAPI's import alone costs most of its
+# start-up CPU; these few routes read and write JSON by hand.
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from fake_llm.errors import ScriptFileError, ScriptSelectionError
 from fake_llm.playback import (
@@ -139,16 +143,14 @@ def _completion(selection: Selection, completion_id: str, model: str) -> dict[st
     return completion
 
 
-def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = None) -> FastAPI:
-    app = FastAPI(title="fake LLM (OpenAI-compatible)", docs_url=None, redoc_url=None)
-    app.state.library = library or ScriptLibrary.from_folders()
-    app.state.log = log or RequestLog()
+def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = None) -> Starlette:
+    library = library or ScriptLibrary.from_folders()
+    log = log or RequestLog()
 
-    @app.get("/v1/models")
-    async def list_models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "fake-llm"}]}
+    async def list_models(request: Request) -> Response:
+        models = [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "fake-llm"}]
+        return JSONResponse({"object": "list", "data": models})
 
-    @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         try:
             body = await request.json()
@@ -168,8 +170,8 @@ def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = No
             selection, failure = select_and_record(
                 messages,
                 tools_bound=bool(tools),
-                library=app.state.library,
-                log=app.state.log,
+                library=library,
+                log=log,
                 transport="http",
                 model=body.get("model"),
                 stream=stream,
@@ -211,11 +213,9 @@ def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = No
 
     # --- control API for tests ----------------------------------------------------------------------------
 
-    @app.get("/control/scripts")
-    async def list_scripts() -> dict[str, Any]:
-        return {"scripts": app.state.library.names()}
+    async def list_scripts(request: Request) -> Response:
+        return JSONResponse({"scripts": library.names()})
 
-    @app.post("/control/scripts", status_code=201)
     async def register_script(request: Request) -> Response:
         try:
             data = await request.json()
@@ -224,16 +224,24 @@ def create_app(library: ScriptLibrary | None = None, log: RequestLog | None = No
             return JSONResponse({"message": "the body is not valid JSON", "code": "invalid_json"}, status_code=400)
         except ScriptFileError as error:
             return JSONResponse({"message": str(error), "code": "invalid_script"}, status_code=422)
-        app.state.library.add(script)
+        library.add(script)
         return JSONResponse({"name": script.name, "steps": len(script.steps)}, status_code=201)
 
-    @app.get("/control/requests")
-    async def list_requests(run: str | None = None, script: str | None = None) -> dict[str, Any]:
-        return {"requests": [r.as_dict() for r in app.state.log.records(run=run, script=script)]}
+    async def list_requests(request: Request) -> Response:
+        run, script = request.query_params.get("run"), request.query_params.get("script")
+        return JSONResponse({"requests": [r.as_dict() for r in log.records(run=run, script=script)]})
 
-    @app.delete("/control/requests", status_code=204)
-    async def clear_requests() -> Response:
-        app.state.log.clear()
+    async def clear_requests(request: Request) -> Response:
+        log.clear()
         return Response(status_code=204)
 
-    return app
+    return Starlette(
+        routes=[
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/control/scripts", list_scripts, methods=["GET"]),
+            Route("/control/scripts", register_script, methods=["POST"]),
+            Route("/control/requests", list_requests, methods=["GET"]),
+            Route("/control/requests", clear_requests, methods=["DELETE"]),
+        ]
+    )
