@@ -9,7 +9,6 @@ from pathlib import Path
 
 import click
 import uvicorn
-from psycopg.conninfo import conninfo_to_dict
 from pydantic import ValidationError
 
 from .app import create_app
@@ -104,6 +103,8 @@ def _prepare(settings: Settings) -> None:
 
 def _database_shown(url: str) -> str:
     """The database's place without its password."""
+    from psycopg.conninfo import conninfo_to_dict  # psycopg only where PostgreSQL is used: a start-up cost otherwise
+
     info = conninfo_to_dict(url)
     return f"PostgreSQL database {info.get('dbname', '?')} at {info.get('host', 'localhost')}:{info.get('port', 5432)}"
 
