@@ -1,5 +1,6 @@
 """Preflight: a target file that is wrong about the server stops the run before any check, with exit code 2 and
-one message naming the key to change (never dozens of FAILs). Each case runs against the reference server."""
+one message naming the key to change (never dozens of FAILs). Each case runs against one reference server, started
+for the module and reached through the target file's base_url (each run removes what it made)."""
 
 from __future__ import annotations
 
@@ -14,22 +15,42 @@ from click.testing import CliRunner
 from conformance.checks import select
 from conformance.cli import cli
 from conformance.harness.target import load_target
+from tests.reference_server.conftest import start_server_process
 
 
-def target_file(tmp_path, change) -> str:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    started = start_server_process(tmp_path_factory.mktemp("preflight") / "data", "--heartbeat-interval", "1")
+    yield started
+    started.stop()
+
+
+def target_file(tmp_path, change, server) -> str:
+    """The built-in target's declarations, pointed at `server`, with `change` made."""
     data = copy.deepcopy(load_target(None).data)
+    del data["start"]
     data["name"] = "misdeclared"
+    data["base_url"] = server.base_url
+    data["declarations"]["database"]["project_dir"] = str(server.data_dir / "projects" / "{project_id}")
+    data["auth"]["token_key"] = {"file": str(server.data_dir / "secrets" / "jwt_secret_key")}
     change(data)
     path = tmp_path / "target.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return str(path)
 
 
-def run_preflight(tmp_path, change):
+def run_preflight(tmp_path, change, server):
     started = time.monotonic()
     result = CliRunner().invoke(
         cli,
-        ["run", "--target", target_file(tmp_path, change), "--report-dir", str(tmp_path / "reports"), "--quiet"],
+        [
+            "run",
+            "--target",
+            target_file(tmp_path, change, server),
+            "--report-dir",
+            str(tmp_path / "reports"),
+            "--quiet",
+        ],
         prog_name="copilot-conformance",
     )
     print(f"\npreflight stopped the run after {time.monotonic() - started:.1f} s")
@@ -86,8 +107,8 @@ def _llm_not_pointed_at_the_fake_llm(data):
     ],
 )
 @pytest.mark.slow  # whole suite runs or servers: left out of --quick
-def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key):
-    result = run_preflight(tmp_path, change)
+def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key, server):
+    result = run_preflight(tmp_path, change, server)
     assert result.exit_code == 2, result.output
     assert f"change the target file: {key}: " in result.output
     assert "Traceback" not in result.output and "FAIL" not in result.output
@@ -95,12 +116,12 @@ def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_
 
 
 @pytest.mark.slow  # a suite run: left out of --quick
-def test_the_slow_tool_is_measured_only_for_a_run_whose_checks_play_it(tmp_path):
+def test_the_slow_tool_is_measured_only_for_a_run_whose_checks_play_it(tmp_path, server):
     """A run of checks that never play the slow tool does not wait for it: a slow tool that is quick passes preflight
     there (no verdict depends on it), and stops a run that plays it (the test above)."""
     result = CliRunner().invoke(
         cli,
-        ["run", "--target", target_file(tmp_path, _slow_tool_that_is_quick), "--only", "titles",
+        ["run", "--target", target_file(tmp_path, _slow_tool_that_is_quick, server), "--only", "titles",
          "--report-dir", str(tmp_path / "reports"), "--quiet"],
         prog_name="copilot-conformance",
     )  # fmt: skip
@@ -111,10 +132,10 @@ def test_the_slow_tool_is_measured_only_for_a_run_whose_checks_play_it(tmp_path)
 
 @pytest.mark.covers("TOOLCALL-008")
 @pytest.mark.slow  # a suite run: left out of --quick
-def test_without_a_raising_tool_its_case_of_toolcall_008_is_not_judged_and_says_why(tmp_path):
+def test_without_a_raising_tool_its_case_of_toolcall_008_is_not_judged_and_says_why(tmp_path, server):
     """A target that declares no raising tool: TOOLCALL-008's other cases are played, and the rule is not PASS (its
     state of a tool that raises was not judged) but N/A, naming the key to declare."""
-    path = target_file(tmp_path, lambda data: data["declarations"]["tools"].pop("raising"))
+    path = target_file(tmp_path, lambda data: data["declarations"]["tools"].pop("raising"), server)
     result = CliRunner().invoke(
         cli,
         ["run", "--target", path, "--only", "tool_calls.failing_tool", "--report-dir", str(tmp_path / "reports"),
