@@ -18,6 +18,9 @@ class Mutant:
     # the GNS3 mutants. Every mutant's run is judged by the areas of its targets and consequences (runs.mutant_areas);
     # these must hold them (test_channel_mutants.py).
     only: tuple[str, ...] = ()
+    # Areas beyond those of its targets and consequences whose scenarios alone make what it breaks happen (a stream
+    # rule broken only in a heartbeat's silence, say): their checks judge its run too (runs.mutant_areas).
+    seen_in: tuple[str, ...] = ()
 
 
 MUTANTS: dict[str, Mutant] = {}
@@ -29,11 +32,14 @@ def mutant(
     targets: set[str],
     consequences: set[str] = frozenset(),
     only: tuple[str, ...] = (),
+    seen_in: tuple[str, ...] = (),
 ):
     def register(apply: Callable[[], None]) -> Callable[[], None]:
         if name in MUTANTS:
             raise LookupError(f"mutant {name!r} is defined twice")
-        MUTANTS[name] = Mutant(name, breaks, apply, frozenset(targets), frozenset(consequences), tuple(only))
+        MUTANTS[name] = Mutant(
+            name, breaks, apply, frozenset(targets), frozenset(consequences), tuple(only), tuple(seen_in)
+        )
         return apply
 
     return register

@@ -79,6 +79,7 @@ def _tool_start_without_id() -> None:
     "aborted-tool-never-ends",
     "a tool call cut short by an abort gets no `tool_end`: the stream goes from `tool_start` to `done`",
     {"TOOLCALL-005"},
+    seen_in=("abort",),  # only an abort during a tool cuts a call short
 )
 def _aborted_tool_never_ends() -> None:
     from reference_server.agent.turn import Turn

@@ -40,22 +40,17 @@ def channel_mutants() -> list[str]:
     return sorted(name for name, m in MUTANTS.items() if m.only)
 
 
-# The stream areas: together they make every kind of stream the stream rules observe (heartbeats, aborted tools).
-STREAM_AREAS = ("framing", "events", "grammar", "tool_calls", "content", "heartbeat", "abort")
-
-
 def mutant_areas(name: str) -> list[str]:
     """The `--only` selectors of a mutant's run: the areas of the checks that judge what it breaks (its targets and
-    stated consequences); every stream area when one of them is a stream area (a stream rule is observed on the
-    streams of every scenario, a heartbeat's or an aborted tool's among them); and a channel mutant's own areas
-    (Mutant.only). The whole suite judges the unmodified server (reference_run); each mutant pays only for the
-    checks that can see it, and fails exactly its targets and consequences among them."""
+    stated consequences), the areas whose scenarios alone make it happen (Mutant.seen_in), and a channel mutant's own
+    areas (Mutant.only). The whole suite judges the unmodified server (reference_run); each mutant pays only for the
+    checks of those areas, and fails exactly its targets and consequences among them. (A stream rule is observed on
+    the streams of every area: the areas of its own checks make every kind of stream it speaks of, and a mutant seen
+    only elsewhere names that area.)"""
     mutant = MUTANTS[name]
     records = {r["id"]: r for r in spec.load_requirements()["requirements"]}
     wanted = {check.split(".")[0] for rid in mutant.targets | mutant.consequences for check in records[rid]["checks"]}
-    if wanted & set(STREAM_AREAS):
-        wanted |= set(STREAM_AREAS)
-    wanted |= set(mutant.only)
+    wanted |= set(mutant.only) | set(mutant.seen_in)
     return [area for area in dict.fromkeys(AREAS.values()) if area in wanted]
 
 
