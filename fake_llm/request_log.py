@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from threading import Lock
 from typing import Any
 
@@ -28,7 +28,9 @@ class RequestRecord:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the Authorization header over HTTP
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields, for a JSON answer: not dataclasses.asdict, whose deep copy of every message was a sixth of the
+        fake LLM's CPU in a profiled suite run (the suite reads the log often)."""
+        return {item.name: getattr(self, item.name) for item in fields(self)}
 
 
 class RequestLog:
