@@ -1,14 +1,20 @@
-"""From LangGraph's `astream_events` to the contract's SSE events, collecting the turn's statistics on the way.
+"""From the graph's callbacks to the contract's SSE events, collecting the turn's statistics on the way.
 
-Events are built with the models generated from spec/events, so that each validates against the event union
-(EVENT-001); `content` events alone are plain dicts of the same shape, on the hot path.
+GraphEvents hands the graph's callbacks on as the raw events of `astream_events(version="v2")`, which
+StreamTranslator reads. Events are built with the models generated from spec/events, so that each validates
+against the event union (EVENT-001); `content` events alone are plain dicts of the same shape, on the hot path.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessageChunk
 
 from gns3_copilot_generated.events.tool_call import StreamedToolCall, StreamedToolCallFunction, ToolCallEvent
 from gns3_copilot_generated.events.tool_end import ToolEndEvent
@@ -17,6 +23,51 @@ from gns3_copilot_generated.events.tool_start import ToolStartEvent
 from .graph import LLM_NODE, TITLE_NODE
 
 Event = dict[str, Any]
+
+
+class GraphEvents(BaseCallbackHandler):
+    """The callbacks of a graph run handed to `sink` as the raw events `astream_events(version="v2")` makes, in the
+    order they happen. Called inline by the run itself: astream_events paid a task per handler and token, a memory
+    stream and a wake-up of its consumer per event (issue 33).
+
+    The tap_output methods make it a streaming handler, as astream_events' is, so that a model streams (and calls
+    back per token) exactly when it did under astream_events."""
+
+    run_inline = True  # called in the model's own task, never through a task or an executor
+    raise_error = True  # a failure here fails the turn, as it failed astream_events' consumer
+
+    def __init__(self, sink: Callable[[dict[str, Any]], None]) -> None:
+        self.sink = sink
+        self._nodes: dict[UUID, Any] = {}  # the node of each running model call, which its tokens do not carry
+
+    def tap_output_aiter(self, run_id: UUID, output: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        return output
+
+    def tap_output_iter(self, run_id: UUID, output: Iterator[Any]) -> Iterator[Any]:
+        return output
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, metadata: dict[str, Any] | None = None, **_: Any
+    ) -> None:
+        node = (metadata or {}).get("langgraph_node")
+        self._nodes[run_id] = node
+        self.sink({"event": "on_chat_model_start", "metadata": {"langgraph_node": node}, "data": {}})
+
+    def on_llm_new_token(self, token: Any, *, chunk: Any = None, run_id: UUID, **_: Any) -> None:
+        message = chunk.message if chunk is not None else AIMessageChunk(content=token)
+        metadata = {"langgraph_node": self._nodes.get(run_id)}
+        self.sink({"event": "on_chat_model_stream", "metadata": metadata, "data": {"chunk": message}})
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **_: Any) -> None:
+        output = next((gen[0].message for gen in response.generations if gen), {})
+        metadata = {"langgraph_node": self._nodes.pop(run_id, None)}
+        self.sink({"event": "on_chat_model_end", "metadata": metadata, "data": {"output": output}})
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **_: Any) -> None:
+        self._nodes.pop(run_id, None)
+
+    def on_custom_event(self, name: str, data: Any, *, run_id: UUID, **_: Any) -> None:
+        self.sink({"event": "on_custom_event", "name": name, "metadata": {}, "data": data})
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -41,11 +42,16 @@ class Turn:
         self.session_id = session_id  # heartbeat, error and done carry it (EVENT-002)
         self.user_message_id = user_message_id
         self.user_message: Any = None  # the HumanMessage itself, kept if the graph never stored it
+        self.final_values: dict[str, Any] | None = None  # the graph's final state, when it ran to its end
         self._events = events
         self.translator = translator
         self._finish = finish
         self.heartbeat_interval = heartbeat_interval
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        # The events ready to send, and the stream's wait for the next one: a plain deque and one future per wait
+        # (asyncio.Queue with wait_for made a task per wait).
+        self._ready: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._taking = True  # the graph's events are taken until its task ends
         self._graph_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self.stop_reason: str | None = None
@@ -67,14 +73,28 @@ class Turn:
         if self._graph_task is not None and not self._graph_task.done():
             self._graph_task.cancel()
 
+    def _put(self, item: Any) -> None:
+        self._ready.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self, raw: dict[str, Any]) -> None:
+        """One raw graph event, as `astream_events(version="v2")` makes it: from the events iterator, or from the
+        graph's callbacks as they happen (GraphEvents). Nothing of a graph task that ended is taken: a part of the
+        run still going after a stop would otherwise add events after `done`."""
+        if not self._taking:
+            return
+        for event in self.translator.translate(raw):
+            if event["type"] == "tool_start":
+                self._running_tools[event["tool_call_id"]] = event["tool_name"]
+            elif event["type"] == "tool_end":
+                self._running_tools.pop(event.get("tool_call_id"), None)
+            self._put(event)
+
     async def _drive(self) -> None:
         async for raw in self._events():
-            for event in self.translator.translate(raw):
-                if event["type"] == "tool_start":
-                    self._running_tools[event["tool_call_id"]] = event["tool_name"]
-                elif event["type"] == "tool_end":
-                    self._running_tools.pop(event.get("tool_call_id"), None)
-                self._queue.put_nowait(event)
+            self.take(raw)
 
     def _end_running_tools(self) -> None:
         """A call started and cut short by an abort or a failure still ends, once, before `error` and `done`
@@ -87,7 +107,7 @@ class Turn:
                 tool_call_id=call_id,
                 session_id=self.session_id,
             )
-            self._queue.put_nowait(end.model_dump())
+            self._put(end.model_dump())
         self._running_tools.clear()
 
     async def _run(self) -> None:
@@ -95,6 +115,7 @@ class Turn:
         if self.stop_reason is not None:
             self._graph_task.cancel()
         await asyncio.wait([self._graph_task])
+        self._taking = False
         self._end_running_tools()
         # At most one error, after the graph's last event. It is queued together with done, once the turn is
         # finished: a heartbeat sent while finishing takes long then comes before it, never between the two
@@ -111,9 +132,9 @@ class Turn:
             log.exception("finishing the turn of session %s failed", self.session_id)
         finally:  # exactly one done, and nothing after it: the stream ends there (STREAM-ORDER-003)
             if failure is not None:
-                self._queue.put_nowait(failure.model_dump())
-            self._queue.put_nowait(DoneEvent(type="done", session_id=self.session_id).model_dump())
-            self._queue.put_nowait(_END)
+                self._put(failure.model_dump())
+            self._put(DoneEvent(type="done", session_id=self.session_id).model_dump())
+            self._put(_END)
             self.finished.set()
 
     async def stream(self) -> AsyncIterator[list[Event]]:
@@ -125,23 +146,32 @@ class Turn:
         at most a few milliseconds of latency per token.
         """
         first_sent = False
+        ready = self._ready
+        loop = asyncio.get_running_loop()
         while True:
-            if self._queue.empty():
+            if not ready:
+                self._waiter = waiter = loop.create_future()
+                timer = loop.call_later(self.heartbeat_interval, _wake, waiter)
                 try:
-                    first = await asyncio.wait_for(self._queue.get(), timeout=self.heartbeat_interval)
-                except TimeoutError:
+                    await waiter
+                finally:
+                    timer.cancel()
+                    self._waiter = None
+                if not ready:  # nothing came for the interval
                     yield [HeartbeatEvent(type="heartbeat", session_id=self.session_id).model_dump()]
                     continue
-            else:
-                first = self._queue.get_nowait()
-            if first_sent and first is not _END:
+            if first_sent and ready[0] is not _END:
                 await asyncio.sleep(COALESCE_SECONDS)
-            batch = [first]
-            while not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+            batch = list(ready)
+            ready.clear()
             events = [item for item in batch if item is not _END]
             if events:
                 first_sent = True
                 yield events
             if _END in batch:
                 return
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -16,8 +16,12 @@ HEARTBEAT_FRAME = ": heartbeat\n\n"  # an SSE comment: every protocol's real cli
 DONE_FRAME = "data: [DONE]\n\n"  # the end marker of OpenAI Chat Completions and the UI message stream
 
 
+# json.dumps' bytes, from one encoder: json.dumps with options makes a new encoder per call, i.e. per event.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def data_frame(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    return f"data: {_encode(payload)}\n\n"
 
 
 def event_frame(kind: str, payload: dict[str, Any]) -> str:
