@@ -332,12 +332,10 @@ async def check_disconnect(lab: Lab, disconnect: Callable[..., Any], point: str)
     assert stats_of(before) == stats(2, 2, 72, 13)
 
     message = f"please take your time [[fake-llm:{script}]]"
-    started = time.monotonic()
     events = await disconnect(lab, {"message": message, "session_id": session_id}, after_first(event_type))
     assert events[-1]["type"] == event_type and "done" not in [e["type"] for e in events]
 
     after = await wait_for_turn_end(lab, session_id, before)
-    ended_after = time.monotonic() - started
     session, messages = await assert_invariants(lab, session_id)
     assert [m["role"] for m in messages] == roles
     assert messages[2]["content"] == message
@@ -356,7 +354,8 @@ async def check_disconnect(lab: Lab, disconnect: Callable[..., Any], point: str)
             "wait_seconds",
             CANCELLED_TOOL_OUTPUT,
         )
-    assert ended_after < 2.0, f"the stopped turn took {ended_after:.2f} s to end: the disconnect did not stop it"
+    # The disconnect stopped the turn, judged on what it kept, not on a duration (which a loaded machine stretches):
+    # a turn left running would have stored the rest of the answer, or the tool's own output, not the cancellation.
 
     # The session accepts a new turn, which completes and keeps the invariant.
     again = await stream_when_free(lab, "and now? [[fake-llm:plain]]", session_id)
