@@ -179,7 +179,9 @@ def _stop(server: PostgresServer) -> None:
                 return
             deadline = time.monotonic() + grace
             while time.monotonic() < deadline:
-                if not _live_postmaster(pid, dir):
+                # Gone or a zombie: not _live_postmaster, which an exiting process (its command line already empty)
+                # fails while it still runs, so that this returned before the server had stopped (seen under load).
+                if not _alive(pid):
                     return
                 time.sleep(0.01)
         raise PostgresError(f"could not stop PostgreSQL (pid {pid}) in {dir}")
