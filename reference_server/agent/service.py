@@ -129,12 +129,10 @@ class AgentService:
 
         await self._begin_turn(session_id, user_message.id)
 
-        # The graph's callbacks go to the turn as they happen (GraphEvents): astream_events' machinery per token
-        # cost more CPU than the rest of the turn (issue 33). This iterator only runs the graph.
-        graph_events = GraphEvents(lambda raw: None)
-        config["callbacks"] = [graph_events]
-
         async def events():
+            # The graph's callbacks go to the turn as they happen (GraphEvents): astream_events' machinery per token
+            # cost more CPU than the rest of the turn (issue 33). This iterator only runs the graph: it yields nothing.
+            config["callbacks"] = [GraphEvents(turn.take)]
             turn.final_values = await self.graph.ainvoke(graph_input, config)
             return
             yield
@@ -148,7 +146,6 @@ class AgentService:
             heartbeat_interval=self.heartbeat_interval,
         )
         turn.user_message = user_message
-        graph_events.sink = turn.take
         self.running[session_id] = turn
         if session_id in self._aborted_while_starting:
             self._aborted_while_starting.discard(session_id)
