@@ -138,18 +138,16 @@ async def unknown_tool(ctx: CheckContext) -> None:
     (a failed tool result and the next generation, or an `error` event): the statistics count that turn too."""
     session = ctx.session_id()
     result = await ctx.client.stream({"message": ctx.message("cs-unknown-tool"), "session_id": session})
-    ctx.findings.require(
-        result.status == 200 and result.completed,
-        "STATS-001",
-        f"the turn did not end: {result.exchange.describe()}, events {result.types[-5:]}",
-        result.exchange,
-    )
-    ended = "ended by an `error` event" if "error" in result.types else "ended normally"
-    what = f"one turn whose model named the unknown tool {UNKNOWN_TOOL!r} ({ended})"
+    why = f"the turn did not complete: {result.exchange.describe()}, events {result.types[-5:]}"
+    ended = result.status == 200 and result.completed
+    if not ended:  # nothing to count: blocked when the server serves no basic turn either, else STATS-001 fails
+        await raise_if_blocked(ctx, None, ["cs-unknown-tool"], "STATS-001", why)
+        ctx.findings.require(False, "STATS-001", why, result.exchange)
+    how = "ended by an `error` event" if "error" in result.types else "ended normally"
+    what = f"one turn whose model named the unknown tool {UNKNOWN_TOOL!r} ({how})"
     # Measured before any control turn: those run under the check's run tag, and would count in its generations.
     problems = await stats_problems(ctx, session, what=what)
     if not completed_turn(result):  # judged however it ended, unless the server serves no basic turn either
-        why = f"the turn did not complete: {result.exchange.describe()}, events {result.types[-5:]}"
         await raise_if_blocked(ctx, None, ["cs-unknown-tool"], "STATS-001", why)
     for requirement in ("STATS-001", "STATS-002", "STATS-003", "STATS-004"):
         ctx.findings.expect(requirement, problems[requirement] is None, problems[requirement] or "")
