@@ -4,7 +4,6 @@ for the module and reached through the target file's base_url (each run removes 
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 
@@ -14,7 +13,6 @@ from click.testing import CliRunner
 
 from conformance.checks import select
 from conformance.cli import cli
-from conformance.harness.target import load_target
 from tests.reference_server.conftest import start_server_process
 
 
@@ -27,12 +25,7 @@ def server(tmp_path_factory):
 
 def target_file(tmp_path, change, server) -> str:
     """The built-in target's declarations, pointed at `server`, with `change` made."""
-    data = copy.deepcopy(load_target(None).data)
-    del data["start"]
-    data["name"] = "misdeclared"
-    data["base_url"] = server.base_url
-    data["declarations"]["database"]["project_dir"] = str(server.data_dir / "projects" / "{project_id}")
-    data["auth"]["token_key"] = {"file": str(server.data_dir / "secrets" / "jwt_secret_key")}
+    data = server.target_data("misdeclared")
     change(data)
     path = tmp_path / "target.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")

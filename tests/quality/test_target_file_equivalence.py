@@ -6,7 +6,6 @@ through a base_url leaves nothing it made on the server: its users, their LLM co
 from __future__ import annotations
 
 import asyncio
-import copy
 
 import httpx
 import pytest
@@ -37,15 +36,10 @@ def what_is_on(base_url: str) -> dict[str, list[str]]:
 def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tmp_path):
     server = start_server_process(tmp_path / "data")  # only the loopback port and a data directory of its own
     try:
-        data = copy.deepcopy(load_target(None).data)
-        del data["start"]
-        data["name"] = "reference-over-http"
-        data["base_url"] = server.base_url
+        data = server.target_data("reference-over-http")
         data["declarations"]["heartbeat_interval"] = DEFAULT_HEARTBEAT
         # the slow tool must outlast an interval for a heartbeat to be due while it runs (heartbeat.during_tool)
         data["declarations"]["tools"]["slow"]["arguments"]["seconds"] = DEFAULT_HEARTBEAT + 2
-        data["auth"]["token_key"] = {"file": str(tmp_path / "data" / "secrets" / "jwt_secret_key")}  # CONTROLLER-001
-        data["declarations"]["database"]["project_dir"] = str(tmp_path / "data" / "projects" / "{project_id}")
         path = tmp_path / "target.yaml"
         path.write_text(yaml.safe_dump(data), encoding="utf-8")
         over_http = asyncio.run(run(load_target(str(path))))

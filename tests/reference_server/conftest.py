@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import copy
 import json
 import signal
 import subprocess
@@ -203,6 +204,19 @@ class ServerProcess:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
         return self.handle.stop(timeout, sig)
+
+    def target_data(self, name: str) -> dict[str, Any]:
+        """The built-in target's declarations for this server, reached through base_url: its database and the key
+        of its tokens (CONTROLLER-001) in its own data directory."""
+        from conformance.harness.target import load_target
+
+        data = copy.deepcopy(load_target(None).data)
+        del data["start"]
+        data["name"] = name
+        data["base_url"] = self.base_url
+        data["declarations"]["database"]["project_dir"] = str(self.data_dir / "projects" / "{project_id}")
+        data["auth"]["token_key"] = {"file": str(self.data_dir / "secrets" / "jwt_secret_key")}
+        return data
 
 
 def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerProcess:
