@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource
 from referencing.jsonschema import DRAFT202012
 
 SPEC_DIR = Path(__file__).resolve().parent
@@ -150,25 +154,59 @@ def _component_refs(node: Any, document: dict[str, Any]) -> set[tuple[str, str]]
 
 
 @cache
+def _schema_resource(uri: str) -> Resource:
+    """One schema file of the contract, named by its file URI, parsed once per process."""
+    path = Path(url2pathname(urlsplit(uri).path)).resolve()
+    if path.suffix != ".json" or not any(path.parent == folder for folder in SCHEMA_FOLDERS):
+        raise NoSuchResource(ref=uri)
+    return Resource.from_contents(load_document(path), DRAFT202012)
+
+
+@cache
 def schema_registry() -> Registry:
-    """Every JSON Schema file of the contract, addressable by its file URI (so relative $refs resolve)."""
-    resources = []
-    for folder in SCHEMA_FOLDERS:
-        for path in sorted(folder.glob("*.json")):
-            resources.append((path.as_uri(), Resource.from_contents(load_document(path), DRAFT202012)))
-    return Registry().with_resources(resources)
+    """Every JSON Schema file of the contract, addressable by its file URI (so relative $refs resolve). A file is
+    read when a validator first reaches it: most processes (the fake LLM, a server) validate against a few schemas,
+    and parsing all of them (1.4 MB, the protocols' official ones most of it) took a third of a CPU-second at every
+    start."""
+    return Registry(retrieve=_schema_resource)
+
+
+def _file_refs(node: Any) -> Iterator[str]:
+    """The file parts of every $ref in a schema document."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith("#"):
+            yield ref.split("#", 1)[0]
+        for value in node.values():
+            yield from _file_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _file_refs(value)
+
+
+def _schema_closure(path: Path) -> dict[str, Resource]:
+    """A schema file and every file it reaches through $refs, by file URI."""
+    found: dict[str, Resource] = {}
+    waiting = [path.resolve()]
+    while waiting:
+        current = waiting.pop()
+        uri = current.as_uri()
+        if uri in found:
+            continue
+        inside = current.parent in SCHEMA_FOLDERS
+        found[uri] = _schema_resource(uri) if inside else Resource.from_contents(load_document(current), DRAFT202012)
+        waiting += [(current.parent / ref).resolve() for ref in _file_refs(found[uri].contents)]
+    return found
 
 
 @cache
 def schema_validator(path: Path) -> Draft202012Validator:
-    """A validator for one schema file of the contract, with formats checked; one per file and process (the suite
-    validates every event and answer of a run: building a validator each time was a good part of its CPU)."""
-    uri = path.resolve().as_uri()
-    registry = schema_registry()
-    if uri not in registry:
-        registry = registry.with_resource(uri, Resource.from_contents(load_document(path), DRAFT202012))
+    """A validator for one schema file (of the contract, or a test's own), with formats checked; one per file and
+    process (the suite validates every event and answer of a run: building a validator each time was a good part of
+    its CPU). Its registry holds the files the schema reaches, so no lookup is left to do while validating."""
+    registry = schema_registry().with_resources(_schema_closure(path).items())
     return Draft202012Validator(
-        {"$ref": uri},
+        {"$ref": path.resolve().as_uri()},
         registry=registry,
         format_checker=Draft202012Validator.FORMAT_CHECKER,
     )

@@ -15,6 +15,7 @@ even when the client is killed (it watches their connection).
 from __future__ import annotations
 
 import atexit
+import gc
 import json
 import os
 import signal
@@ -35,6 +36,10 @@ def _serve_forever(path: str, parent: int) -> None:
     import reference_server.cli  # noqa: F401
     import tests.quality.mutant_server  # noqa: F401
 
+    _warm_what_every_fork_loads()
+    # The imports made hundreds of thousands of objects that every fork shares and none frees: out of the collector's
+    # sight, a fork's collections do not walk them all again (nor copy the pages they touch).
+    gc.freeze()
     if threading.active_count() != 1:  # a fork copies only the forking thread: no other may hold a lock then
         sys.exit(f"the fork server has {threading.active_count()} threads after its imports; it needs exactly one")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forks are reaped by the kernel; the clients hold their codes
@@ -56,6 +61,23 @@ def _serve_forever(path: str, parent: int) -> None:
         for fd in fds:
             os.close(fd)
         connection.close()
+
+
+def _warm_what_every_fork_loads() -> None:
+    """What each fork would otherwise load again on its first start and request: the modules the server's
+    dependencies import late, the contract's requirements and the fake LLM's built-in scripts (both cached)."""
+    import anyio._backends._asyncio  # noqa: F401 - anyio's back end, chosen when the first task group opens
+    import httpcore2  # noqa: F401 - the OpenAI client's transport, imported when the first client is made
+    import openai.resources.chat.completions  # noqa: F401 - the client's resources, imported on first access
+    import uvicorn.lifespan.on  # noqa: F401 - uvicorn's parts, imported by name when it starts
+    import uvicorn.loops.asyncio  # noqa: F401
+    import uvicorn.protocols.http.h11_impl  # noqa: F401
+
+    import spec
+    from fake_llm.scripts import ScriptLibrary
+
+    spec.load_requirements()
+    ScriptLibrary.from_folders()
 
 
 def _run_variant(connection: socket.socket, request: dict, fds: list[int]) -> None:
