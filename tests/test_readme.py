@@ -5,14 +5,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
-import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.readme import SECTIONS_RUN_WHOLE, commands, examples, readme_command
+from tests.quality.runs import SHARES_REFERENCE_RUN, reference_run
+from tests.readme import SECTIONS_RUN_WHOLE, commands, examples
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -82,17 +81,11 @@ def test_every_named_readme_example_is_run_by_a_test():
 
 
 @pytest.mark.slow  # whole suite runs or servers: left out of --quick
+@SHARES_REFERENCE_RUN  # the tests of the built-in run read this run's report
 def test_the_readme_main_job_command_runs_the_suite_and_passes():
     """`python3 tasks.py conformance`, as the README shows it, from the repository root (its reports go to
     reports/, as the README says)."""
-    completed = subprocess.run(
-        readme_command("python3 tasks.py conformance"),
-        cwd=README.parent,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    assert "RESULT: PASSED" in completed.stdout and "run took" in completed.stdout
-    data = json.loads((README.parent / "reports" / "conformance.json").read_text())
-    assert data["passed"] and data["target"]["name"] == "reference-server"
+    main_job = reference_run()
+    assert main_job.returncode == 0, main_job.output[-6000:]
+    assert "RESULT: PASSED" in main_job.output and "run took" in main_job.output
+    assert main_job.report["passed"] and main_job.report["target"]["name"] == "reference-server"

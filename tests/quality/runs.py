@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
+import subprocess
+from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -15,10 +19,13 @@ from conformance.harness.engine import run
 from conformance.harness.findings import Verdict
 from conformance.harness.target import Target, load_target, parse_target
 from conformance.harness.verdicts import RunResult
+from tests.readme import readme_command
 
 from .fork_server import fork_server
 from .mutants import MUTANTS
 from .scenario_missing import SCENARIO_MISSING
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 # The areas of the channels' rules: the GNS3 mutants, written before the channel checks, are not judged by them (nor
 # by the fake LLM's area, which has no checks); each channel mutant names the areas it is judged by (Mutant.only).
@@ -125,6 +132,37 @@ def preventer_run(name: str) -> RunResult | BaseException:
     return _one_run(name, preventer_checks(name))
 
 
+@dataclass(frozen=True)
+class ReferenceRun:
+    """The README's main job as a user runs it: its exit code, output and JSON report."""
+
+    returncode: int
+    output: str
+    report: dict
+
+    def verdicts(self) -> dict[str, str]:
+        """Requirement id -> verdict, for every requirement of the registry."""
+        return {r["id"]: r["verdict"] for r in self.report["requirements"]}
+
+    def not_passing(self) -> dict[str, str]:
+        """Requirement id -> verdict, for every verdict that is not a pass (N/A and EXCLUDED are not judged)."""
+        judged_as_passing = {Verdict.PASS.value, Verdict.NOT_APPLICABLE.value, Verdict.EXCLUDED.value}
+        return {rid: verdict for rid, verdict in self.verdicts().items() if verdict not in judged_as_passing}
+
+
 @cache
-def reference_run() -> RunResult:
-    return asyncio.run(run(load_target(None)))
+def reference_run() -> ReferenceRun:
+    """The whole suite against the built-in reference server, made once per worker by the README's main job,
+    `python3 tasks.py conformance`, from the repository root (its reports go to reports/, as the README says): the
+    run a user makes first is the one the tests of the built-in run read."""
+    report_path = REPOSITORY / "reports" / "conformance.json"
+    report_path.unlink(missing_ok=True)  # never an earlier run's
+    completed = subprocess.run(
+        readme_command("python3 tasks.py conformance"),
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    report = json.loads(report_path.read_text()) if report_path.exists() else {}
+    return ReferenceRun(completed.returncode, completed.stdout + completed.stderr, report)
