@@ -108,6 +108,19 @@ def selected_table(data: dict[str, Any]) -> Table:
     return table
 
 
+def failing_listing(data: dict[str, Any]) -> Text | None:
+    """Brief (-q): one line per requirement that fails the run, most severe first, with its voice and verdict."""
+    failing = sorted((e for e in data["requirements"] if e["failing"]), key=severity_key)
+    if not failing:
+        return None
+    text = Text("failing:\n")
+    for entry in failing:
+        text.append(f"  {entry['id']:<22} ")
+        text.append(f"{entry['verdict']:<13}", style=_style(entry["verdict"]))
+        text.append(f" {entry['level']:<6} {entry['source']}\n")
+    return text
+
+
 def evidence_listing(data: dict[str, Any]) -> Text | None:
     """Verbose: each requirement not met, per voice, with every finding and its whole evidence."""
     lines: list[str] = []
@@ -159,9 +172,11 @@ def footer(data: dict[str, Any], files: dict[str, str] | None = None) -> Text:
 
 
 def summary(data: dict[str, Any], files: dict[str, str] | None = None, *, brief: bool = False) -> RenderableType:
-    """The whole summary; `brief` keeps only the voices' line, the result line, the wall time and the report paths."""
+    """The whole summary; `brief` keeps only the failing requirements, the voices' line, the result line, the wall
+    time and the report paths."""
     if brief:
-        return footer(data, files)
+        failing = failing_listing(data)
+        return Group(failing, footer(data, files)) if failing is not None else footer(data, files)
     return Group(*body(data), footer(data, files))
 
 
@@ -212,6 +227,9 @@ def _print(console: Console, data: dict[str, Any], files: dict[str, str] | None,
     """The summary; verbose, the evidence before its footer, its lines never wrapped nor cropped (a body or an event
     is kept whole, to be read or copied)."""
     if brief:
+        failing = failing_listing(data)
+        if failing is not None:
+            console.print(failing)
         console.print(footer(data, files))
         return
     console.print(Group(*body(data)))

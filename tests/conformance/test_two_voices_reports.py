@@ -118,6 +118,17 @@ def test_the_console_lists_protocol_violations_apart_from_contract_deviations(da
     assert "protocol: 1 violation; contract: 1 deviation" in text
 
 
+def test_quiet_lists_each_failing_requirement_with_its_voice_and_nothing_that_passed(data):
+    brief = summary_text(data, brief=True)
+    listing = brief[brief.index("failing:\n") : brief.index("RESULT: FAILED")]
+    rows = [line.split() for line in listing.splitlines()[1:] if line.strip()]
+    expected = {PROTOCOL_ID: ("FAIL", "protocol"), CONTRACT_ID: ("FAIL", "contract")}
+    assert {row[0]: (row[1], row[-1]) for row in rows[:2]} == expected
+    assert len([row for row in rows if row[0] in RECORDS]) == 2  # no passing requirement listed
+    passing = report_data(_result([RequirementVerdict(r, Verdict.PASS, []) for r in RECORDS.values()]))
+    assert "failing:" not in summary_text(passing, brief=True)
+
+
 def test_a_run_without_violations_says_so_in_each_voice():
     verdicts = [RequirementVerdict(r, Verdict.PASS, []) for r in RECORDS.values()]
     data = report_data(_result(verdicts))
