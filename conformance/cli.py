@@ -179,7 +179,12 @@ def cli() -> None:
     help="Keep what the run made on the target (users, their LLM configurations, projects, sessions), e.g. to "
     "replay a reproduction; by default it is deleted at the end and the reports list what could not be.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress; print only the failing requirements, the result, the wall time and the reports.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress; print only the failing requirements, the result, the wall time and the reports.",
+)
 @click.option("--skip-contract-check", is_flag=True, help="Do not validate spec/ before the run.")
 def run(
     target_name: str | None,

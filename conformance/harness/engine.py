@@ -136,7 +136,7 @@ async def _run(
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits, trust_env=False) as client:
             slow_tool = any(spec.slow_tool for spec in chosen)  # else preflight need not measure the slow tool
-            prepared = await prepare(target, workdir or Path(tmp), client, seed, slow_tool)  # HarnessError: see run()
+            prepared = await prepare(target, workdir or Path(tmp), client, seed, slow_tool, keep)  # see run()
             try:
                 check_runs = await run_checks(chosen, prepared.env, jobs, on_check_done)
                 cleanup = await finish(prepared.env, keep)

@@ -77,11 +77,14 @@ class Environment:
             raise NotTestable(f"the target provides no {name!r} user")
         return self.users[name]
 
+    def project_folder(self, project_id: str | None = None) -> Path:
+        """A project's folder on this machine, as declarations.database.project_dir names it."""
+        project_dir = self.target.declarations["database"]["project_dir"]
+        return Path(
+            project_dir.replace("{workdir}", str(self.workdir)).replace("{project_id}", project_id or self.project_id)
+        )
+
     def database_path(self, project_id: str | None = None) -> Path:
         """A project's database file (DB-001): the declared project directory, then the contract's location."""
-        project_dir = self.target.declarations["database"]["project_dir"]
-        project_dir = project_dir.replace("{workdir}", str(self.workdir)).replace(
-            "{project_id}", project_id or self.project_id
-        )
         location = spec.load_document(spec.DB_DIR / "contract.yaml")["location"]
-        return Path(location.replace("{project_dir}", project_dir))
+        return Path(location.replace("{project_dir}", str(self.project_folder(project_id))))

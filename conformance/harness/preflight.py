@@ -115,16 +115,36 @@ async def _offers_tools(ctx: CheckContext, requests: list[dict[str, Any]], answe
     if not generations:
         raise _no_generation(env, answered)
     offered = set(generations[0].get("tools") or [])
+    missing = []
     for role, declared in env.target.tools.items():
         for index, tool in enumerate(declared if isinstance(declared, list) else [declared]):
             if tool["name"] not in offered:
                 key = f"declarations.tools.{role}" + (f"[{index}]" if isinstance(declared, list) else "")
-                instead = "" if env.target.serves_gns3 else f", or leave {key} out (its scenarios are then N/A)"
-                raise TargetMisdeclared(
-                    key,
-                    f"the server does not offer the tool {tool['name']!r} to its LLM (it offers "
-                    f"{sorted(offered) or 'no tool'}): declare a tool this server has{instead}",
-                )
+                missing.append((key, tool["name"]))
+    if missing:  # every one at once: a file with several wrong names is fixed in one go
+        keys = ", ".join(key for key, _ in missing)
+        named = "; ".join(f"{key} names {name!r}" for key, name in missing)
+        instead = "" if env.target.serves_gns3 else " (or leave them out: their scenarios are then N/A)"
+        raise TargetMisdeclared(
+            missing[0][0] if len(missing) == 1 else "declarations.tools",
+            f"the server does not offer {len(missing)} declared tool{'s' if len(missing) != 1 else ''} to its LLM "
+            f"({named}); it offers {sorted(offered) or 'no tool'}: declare tools this server has in {keys}{instead}",
+        )
+
+
+def _database_folder(env: Environment) -> None:
+    """The declared project folder holding the database file exists once a turn ran in the project (the file in it
+    is DB-001's to judge, not the target file's)."""
+    database = env.target.declarations.get("database") or {}
+    if "project_dir" not in database or env.project_id is None:
+        return
+    folder = env.project_folder()
+    if not folder.is_dir():
+        raise TargetMisdeclared(
+            "declarations.database.project_dir",
+            f"{folder} does not exist after a turn in project {env.project_id}: the suite reads the database file "
+            f"there, on this machine ({database['project_dir']!r} is the server's project folder, with {{project_id}})",
+        )
 
 
 # The declared tools whose call must fail: role -> (its scenario, what its tool does instead of succeeding).
@@ -233,5 +253,6 @@ async def preflight(env: Environment, slow_tool: bool = True) -> None:
         return
     await _prefix_and_users(ctx)
     await _llm_and_tools(ctx)
+    _database_folder(env)
     await _tools_fail(env)
     env.slow_tool_seconds = (await _slow_tool(ctx) if slow_tool else None) or 0.0

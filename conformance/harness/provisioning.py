@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 
-from conformance.errors import HarnessError
+from conformance.errors import HarnessError, TargetMisdeclared
+from conformance.harness.cleanup import finish
 from conformance.harness.controller import Controller, UserMaker
 from conformance.harness.environment import DEFAULT_SEED, Environment, User
 from conformance.harness.ledger import Ledger
@@ -99,10 +100,16 @@ def _fill(value: str, mapping: dict[str, str]) -> str:
 
 
 async def prepare(
-    target: Target, workdir: Path, client: httpx.AsyncClient, seed: int = DEFAULT_SEED, slow_tool: bool = True
+    target: Target,
+    workdir: Path,
+    client: httpx.AsyncClient,
+    seed: int = DEFAULT_SEED,
+    slow_tool: bool = True,
+    keep: bool = False,
 ) -> Prepared:
     """Start the fake LLM and the target, provision users and projects, and preflight (measuring the slow tool
-    when `slow_tool`: a selected check plays it)."""
+    when `slow_tool`: a selected check plays it). When preflight stops the run, what provisioning made on the
+    target is removed again (unless `keep`)."""
     processes: list[Process] = []
     try:
         scripts = target_scripts(target, workdir / "scripts")
@@ -137,9 +144,21 @@ async def prepare(
             processes.append(started)
         else:
             base_url = target.data["base_url"].rstrip("/")
-        prepared = await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
+        try:
+            prepared = await _provision(target, workdir, client, base_url, fake_url, scripts, processes)
+        except httpx.TransportError as exc:
+            if "start" in target.data:  # the suite started it at that URL: the server stopped answering
+                raise HarnessError(f"provisioning: {base_url} stopped answering ({type(exc).__name__}: {exc})") from exc
+            raise TargetMisdeclared(
+                "base_url", f"no server answers at {base_url} ({type(exc).__name__}: {exc or 'no answer'})"
+            ) from exc
         prepared.env.seed = seed
-        await preflight(prepared.env, slow_tool)
+        try:
+            await preflight(prepared.env, slow_tool)
+        except BaseException:
+            if not keep:
+                await finish(prepared.env, keep=False)  # never raises: a failure of its own is only not removing
+            raise
         return prepared
     except BaseException:
         for process in reversed(processes):
@@ -158,7 +177,7 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         raise HarnessError("llm.mode controller needs auth.mode controller (the admin configures the users)")
     if auth["mode"] == "controller":
         admin = auth["admin"]
-        token = await Controller.login(client, base_url, admin["username"], admin["password"])
+        token = await _admin_token(client, base_url, admin)
         controller = Controller(client, base_url, token, ledger)
         password = auth.get("user_password", "conformance-pass-1")
         llm_config = llm["config"] if llm["mode"] == "controller" else None
@@ -203,6 +222,27 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
         ledger=ledger,
     )
     return Prepared(env, processes, maker.tokens if maker else [u.token for u in users.values() if u.token])
+
+
+async def _admin_token(client: httpx.AsyncClient, base_url: str, admin: dict[str, Any]) -> str:
+    """The admin's token; refused credentials are the target file's (auth.admin), told before anything is made."""
+    url = base_url + "/v3/access/users/authenticate"
+    response = await client.post(url, json={"username": admin["username"], "password": admin["password"]})
+    if response.status_code in (401, 403):
+        raise TargetMisdeclared(
+            "auth.admin",
+            f"POST {url} as {admin['username']!r} answered {response.status_code}: the server refuses the admin's "
+            "username or password",
+        )
+    if response.status_code == 404:
+        raise TargetMisdeclared(
+            "base_url", f"POST {url} answered 404: no GNS3 controller API under {base_url} (auth.mode controller)"
+        )
+    if response.status_code != 200:
+        raise HarnessError(
+            f"provisioning: logging in as {admin['username']!r} answered {response.status_code}: {response.text[:300]}"
+        )
+    return response.json()["access_token"]
 
 
 async def own_project(env: Environment, check_id: str) -> Environment:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from conformance.checks import select
 from conformance.cli import cli
+from conformance.harness.processes import free_port
 from tests.reference_server.conftest import start_server_process
 
 
@@ -78,9 +79,35 @@ def _llm_not_pointed_at_the_fake_llm(data):
     data["llm"] = {"mode": "preconfigured"}  # nobody configures the users' LLM: turns never reach the fake LLM
 
 
+def _wrong_port(data):
+    data["base_url"] = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+
+
+def _unresolvable_host(data):
+    data["base_url"] = "http://no-such-host.invalid:3080"  # .invalid never resolves (RFC 2606)
+
+
+def _wrong_admin_password(data):
+    data["auth"]["admin"]["password"] = "not-the-admin-password"
+
+
+def _database_folder_that_does_not_exist(data):
+    data["declarations"]["database"]["project_dir"] = "/nonexistent-conformance/{project_id}"
+
+
+def _three_tools_not_offered(data):
+    tools = data["declarations"]["tools"]
+    tools["single"]["name"], tools["slow"]["name"], tools["parallel"][1]["name"] = "nope_a", "nope_b", "nope_c"
+
+
 @pytest.mark.parametrize(
     ("change", "key"),
     [
+        (_wrong_port, "base_url"),
+        (_unresolvable_host, "base_url"),
+        (_wrong_admin_password, "auth.admin"),
+        (_database_folder_that_does_not_exist, "declarations.database.project_dir"),
+        (_three_tools_not_offered, "declarations.tools"),
         (_wrong_prefix, "chat_prefix"),
         (_tool_not_offered, "declarations.tools.single"),
         (_second_parallel_tool_not_offered, "declarations.tools.parallel[1]"),
@@ -90,6 +117,11 @@ def _llm_not_pointed_at_the_fake_llm(data):
         (_llm_not_pointed_at_the_fake_llm, "llm"),
     ],
     ids=[
+        "wrong-port",
+        "unresolvable-host",
+        "wrong-admin-password",
+        "no-database-folder",
+        "three-tools-not-offered",
         "wrong-prefix",
         "tool-not-offered",
         "parallel-tool-not-offered",
@@ -106,6 +138,10 @@ def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_
     assert f"change the target file: {key}: " in result.output
     assert "Traceback" not in result.output and "FAIL" not in result.output
     assert not (tmp_path / "reports").exists()  # nothing was judged, so nothing is reported
+    assert server.what_is_on() == {"users": ["admin"], "projects": []}  # what the run made went again
+    if change is _three_tools_not_offered:  # every mismatch at once, each with its key and the name it gave
+        for wrong, name in (("single", "nope_a"), ("slow", "nope_b"), ("parallel[1]", "nope_c")):
+            assert f"declarations.tools.{wrong} names {name!r}" in " ".join(result.output.split())
 
 
 @pytest.mark.slow  # a suite run: left out of --quick

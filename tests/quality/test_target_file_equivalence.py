@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 import pytest
 import yaml
 
@@ -22,16 +21,6 @@ pytestmark = pytest.mark.slow  # two whole suite runs: left out of `python3 task
 DEFAULT_HEARTBEAT = 15  # reference_server/settings.py, and the README
 
 
-def what_is_on(base_url: str) -> dict[str, list[str]]:
-    with httpx.Client(base_url=base_url, trust_env=False) as client:
-        login = {"username": "admin", "password": "admin"}
-        token = client.post("/v3/access/users/authenticate", json=login).json()["access_token"]
-        headers = {"Authorization": f"Bearer {token}"}
-        users = sorted(u["username"] for u in client.get("/v3/access/users", headers=headers).json())
-        projects = sorted(p["name"] for p in client.get("/v3/projects", headers=headers).json())
-    return {"users": users, "projects": projects}
-
-
 @SHARES_REFERENCE_RUN
 def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tmp_path):
     server = start_server_process(tmp_path / "data")  # only the loopback port and a data directory of its own
@@ -43,7 +32,7 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
         path = tmp_path / "target.yaml"
         path.write_text(yaml.safe_dump(data), encoding="utf-8")
         over_http = asyncio.run(run(load_target(str(path))))
-        left_on_server = what_is_on(server.base_url)
+        left_on_server = server.what_is_on()
     finally:
         server.stop()
     # What the run made (users, their access and LLM configurations, a project per check) is gone: only the admin

@@ -205,6 +205,16 @@ class ServerProcess:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
         return self.handle.stop(timeout, sig)
 
+    def what_is_on(self) -> dict[str, list[str]]:
+        """The users and projects on the server, as its admin sees them (what a run left behind)."""
+        with httpx.Client(base_url=self.base_url, trust_env=False) as client:
+            login = {"username": "admin", "password": "admin"}
+            token = client.post("/v3/access/users/authenticate", json=login).json()["access_token"]
+            headers = {"Authorization": f"Bearer {token}"}
+            users = sorted(u["username"] for u in client.get("/v3/access/users", headers=headers).json())
+            projects = sorted(p["name"] for p in client.get("/v3/projects", headers=headers).json())
+        return {"users": users, "projects": projects}
+
     def target_data(self, name: str) -> dict[str, Any]:
         """The built-in target's declarations for this server, reached through base_url: its database and the key
         of its tokens (CONTROLLER-001) in its own data directory."""
