@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 import gns3_copilot_spec as spec
 
@@ -40,6 +41,11 @@ class NameTheWorker:
         await self.app(scope, receive, named)
 
 
+# The answers' own headers a browser page may read: the UI message stream's marker, the retry hint of a refusal and
+# the worker that served it (with several workers).
+EXPOSED_HEADERS = ["x-vercel-ai-ui-message-stream", "x-should-retry", "x-copilot-worker"]
+
+
 def create_app(settings: Settings, *, prepared: bool = False) -> FastAPI:
     """`prepared`: a worker of several, whose databases the supervisor prepared (workers.py)."""
 
@@ -60,7 +66,16 @@ def create_app(settings: Settings, *, prepared: bool = False) -> FastAPI:
     install_handlers(app, channel_routes.ERROR_SHAPES)  # read at build time: a variant may add shapes
     if settings.workers > 1:
         app.add_middleware(NameTheWorker)
-    app.add_middleware(BodyLimit)  # outermost: 413 before anything else, authentication included (INPUT-010)
+    app.add_middleware(BodyLimit)  # 413 before anything else, authentication included (INPUT-010)
+    if settings.cors_origin:  # outermost: a refused answer (401, 413) still carries the headers a browser needs
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origin,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=["*"],  # Authorization and Content-Type, and what a protocol's client adds
+            expose_headers=EXPOSED_HEADERS,
+            max_age=600,
+        )
     install_storage_fault_handlers(app)  # 503 storage_unavailable / project_unavailable (ERROR-003)
     # Every router is a module's `router`, built when it is imported; the app gives the chat API and the channels the
     # configured prefix (PREFIX-001, CHANNEL-001).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,20 @@ class Settings(BaseSettings):
     workers: int = Field(
         1, ge=1, le=64, description="Server processes on the one port (more than 1 needs --database-url)."
     )
+    cors_origin: list[str] = Field(
+        default_factory=list,
+        description="A browser origin (scheme://host[:port]) whose pages may call the API, for a chat UI served "
+        "elsewhere (useChat, HttpAgent in development); repeatable; * allows any origin. None by default: no CORS.",
+    )
+
+    @field_validator("cors_origin")
+    @classmethod
+    def _origins(cls, values: list[str]) -> list[str]:
+        # An origin is what a browser sends in Origin: no path, no trailing slash (it would never match one).
+        for value in values:
+            if value != "*" and not re.fullmatch(r"https?://[^/\s]+", value):
+                raise ValueError(f"{value!r} is not an origin: give scheme://host[:port] (no path), or *")
+        return values
 
     @field_validator("chat_prefix")
     @classmethod
