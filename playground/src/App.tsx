@@ -12,6 +12,7 @@ import {
   logIn,
   logOut,
   openProject,
+  SERVER,
   type PlaygroundConfig,
   type Project,
   type User,
@@ -47,7 +48,8 @@ export function App() {
   if (configError) {
     return (
       <p className="page-error" role="alert">
-        Cannot read /playground/config.json: {configError}
+        Cannot read {SERVER}/playground/config.json: {configError}
+        {SERVER && SERVER !== window.location.origin && ` (a page on ${window.location.origin} needs the server started with --cors-origin ${window.location.origin})`}
       </p>
     );
   }

@@ -55,13 +55,29 @@ interface RequestOptions {
   body?: unknown;
 }
 
+/** The server the page talks to: its own origin, or the one `?server=` names (the page served elsewhere, by Vite's
+ * development server say, calling a reference server started with `--cors-origin`). */
+export const SERVER = serverOrigin(new URLSearchParams(window.location.search).get('server'));
+
+function serverOrigin(named: string | null): string {
+  if (!named) return '';
+  try {
+    const url = new URL(named);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
+  } catch {
+    // not a URL: the page's own origin
+  }
+  console.warn(`?server=${named} is not an http(s) URL: talking to this page's own origin`);
+  return '';
+}
+
 export async function request<T>(path: string, options: RequestOptions = {}): Promise<T> {
   const headers: Record<string, string> = {};
   if (options.token) headers['Authorization'] = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['Content-Type'] = 'application/json';
   const init: RequestInit = { method: options.method ?? 'GET', headers };
   if (options.body !== undefined) init.body = JSON.stringify(options.body);
-  const response = await fetch(path, init);
+  const response = await fetch(SERVER + path, init);
   if (!response.ok) throw await refusal(response);
   if (response.status === 204) return undefined as T;
   return (await response.json()) as T;
@@ -155,7 +171,7 @@ export class ChatApi {
   }
 
   get uiUrl(): string {
-    return `${this.base}/ui`;
+    return `${SERVER}${this.base}/ui`;
   }
 
   get authorization(): Record<string, string> {
