@@ -6,10 +6,11 @@
     copilot-conformance requirements    the requirement registry
     copilot-conformance explain ID      one requirement: where it is specified, checked, implemented, proven
     copilot-conformance scripts export DIR [--target T]   the fake LLM's scripts of a target's scenarios
+    copilot-conformance clients install the protocols' real clients, for an installed suite (npm, Node 20+)
 
 `python -m conformance` is `copilot-conformance run`. Exit status of `run`: 0 when the target conforms (no
 requirement FAIL, STALE, NOT TESTABLE or ERROR), 1 when it does not (or the contract in spec/ has problems), 2
-for a bad target file or bad arguments.
+for a bad target file, bad arguments, or real clients that the selected checks need and are not installed.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 import gns3_copilot_spec as spec
+from conformance.channels.node import PACKAGES, RealClientUnavailable
 from conformance.checks import PROFILES, SelectionError, load_all, select
-from conformance.errors import TargetError
+from conformance.errors import ClientsMissing, TargetError
+from conformance.harness.engine import require_real_clients
 from conformance.harness.environment import DEFAULT_SEED
 from conformance.harness.findings import Outcome
 from conformance.harness.run_and_report import EXIT_FAILED, EXIT_USAGE, PREFLIGHT_STOPPED, run_and_report
@@ -207,8 +210,8 @@ def run(
     Before any check, preflight proves the target file right about the server (the prefix answers, the users'
     tokens work, turns reach the fake LLM, every declared tool is offered, the slow tool takes its time).
 
-    Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file (preflight included) or bad
-    arguments.
+    Exit status: 0 when the run passes, 1 when it does not, 2 for a bad target file (preflight included), bad
+    arguments, or checks that need the protocols' real clients where they are not installed (`clients install`).
     """
     from conformance.reports.console import print_summary
 
@@ -217,7 +220,8 @@ def run(
     profile = profile or target.default_profile
     try:
         chosen = select(only, profile)
-    except SelectionError as exc:
+        require_real_clients(chosen, target)
+    except (SelectionError, ClientsMissing) as exc:
         click.echo(f"copilot-conformance: {exc}", err=True)
         sys.exit(EXIT_USAGE)
 
@@ -323,6 +327,25 @@ def explain(requirement_id: str) -> None:
         click.echo(f"copilot-conformance: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(render(explanation))
+
+
+@cli.group()
+def clients() -> None:
+    """The protocols' real JavaScript clients (ai, @ag-ui/client) that the UI stream and AG-UI checks read answers
+    with: a checkout has them after `npm ci`; an installed suite installs them here."""
+
+
+@clients.command("install")
+def clients_install() -> None:
+    """Install the pinned clients (the repository's versions) into the user's cache with `npm ci` (Node 20+)."""
+    from conformance.channels.client_install import install
+
+    try:
+        where = install()
+    except RealClientUnavailable as exc:
+        click.echo(f"copilot-conformance: {exc}", err=True)
+        sys.exit(EXIT_FAILED)
+    click.echo(f"installed {', '.join(PACKAGES)} in {where}")
 
 
 @cli.group()

@@ -2,6 +2,7 @@
 
 ConformanceError                the base: anything the suite raises on purpose
 ├── TargetError                 the target or baseline file cannot be used (a usage error, exit code 2)
+├── ClientsMissing              the selected checks need the protocols' real clients, not installed (exit code 2)
 ├── HarnessError                the suite could not do its own part (start a server, provision, read the
 │                               fake LLM's log): the affected requirements are ERROR, never the target's FAIL
 └── CheckStopped                a check cannot go on; what it had not judged yet is NOT TESTABLE
@@ -24,6 +25,11 @@ class ConformanceError(Exception):
 
 class TargetError(ConformanceError, ValueError):
     """A target or baseline file that cannot be used; the message says where and why."""
+
+
+class ClientsMissing(ConformanceError):
+    """The selected checks read answers with a protocol's real JavaScript client, and it cannot run here: the run
+    stops before anything starts (exit code 2), with the command that installs them."""
 
 
 class HarnessError(ConformanceError, RuntimeError):

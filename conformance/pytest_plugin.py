@@ -168,7 +168,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
     """The suite, run once per session against --copilot-target, its reports written to --copilot-report-dir."""
-    from conformance.errors import TargetError
+    from conformance.errors import ClientsMissing, TargetError
     from conformance.harness.environment import DEFAULT_SEED
     from conformance.harness.run_and_report import PREFLIGHT_STOPPED, run_and_report
     from conformance.harness.target import load_target
@@ -191,6 +191,8 @@ def conformance_run(request: pytest.FixtureRequest) -> ConformanceRun:
             )
         except TargetError as exc:  # preflight: the target file is wrong about the server
             pytest.exit(f"copilot-conformance: {PREFLIGHT_STOPPED}: {exc}", returncode=2)
+        except ClientsMissing as exc:  # before anything started: the command that installs them
+            pytest.exit(f"copilot-conformance: {exc}", returncode=2)
         state.result, state.data, state.files = reported.result, reported.data, reported.files
         if reported.error:  # every requirement test errors with it (a session fixture's failure is kept)
             pytest.fail(f"copilot-conformance: {reported.error}", pytrace=False)

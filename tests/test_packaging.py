@@ -104,16 +104,24 @@ def clone(tmp_path_factory) -> Path:
 
 
 def readme_step(line: str, *, cwd: Path, home: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    """One README line (tests.readme.readme_line) in bash, with HOME a temporary folder (its `~`), pip's cache
-    where it was, and no byte-compiling of every installed package (PIP_COMPILE=0: 40% of an install's CPU; Python
-    compiles what the runs import)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    """One README line (tests.readme.readme_line) in bash, with HOME a temporary folder (its `~`), pip's and npm's
+    download caches where they were, and no byte-compiling of every installed package (PIP_COMPILE=0: 40% of an
+    install's CPU; Python compiles what the runs import)."""
+    own = (
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+        "XDG_CACHE_HOME",
+        "COPILOT_CONFORMANCE_CACHE",
+        "COPILOT_CONFORMANCE_NODE_MODULES",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in own}  # HOME alone says where the user's caches are
     cache = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True, text=True).stdout
     env.update(
         HOME=str(home),
         PIP_CACHE_DIR=cache.strip() or str(home / ".pip-cache"),
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         PIP_COMPILE="0",
+        npm_config_cache=str(Path.home() / ".npm"),  # npm's downloads where they were, as pip's
     )
     if (Path.home() / ".pyenv").is_dir():  # a pyenv `python3` looks for its versions under the real HOME
         env.setdefault("PYENV_ROOT", str(Path.home() / ".pyenv"))
@@ -198,18 +206,47 @@ def test_installed_outside_the_repository_everything_imports_and_runs(installed,
         assert completed.returncode == 0, f"{command}: {completed.stderr[-2000:]}"
 
 
-def test_installed_the_suite_passes_the_built_in_reference_server(installed, clone, home):
-    # The README's `npm ci` in the clone, as `python3 tasks.py test` already ran it at the root: its result, linked.
-    readme_line("npm ci")
-    (clone / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
-    line = readme_line(
-        "cd ~ && COPILOT_CONFORMANCE_NODE_MODULES=$OLDPWD/node_modules ~/copilot-env/bin/copilot-conformance run"
+def test_installed_the_suite_needs_its_clients_installed_then_passes_the_built_in_reference_server(
+    installed, clone, home
+):
+    """From the wheel, outside the clone, with HOME a new folder: without the real clients the run stops before
+    anything starts (exit 2, naming the command); `clients install` puts them in the user's cache (npm ci of the
+    lock the wheel carries); then the whole suite passes, every requirement judged."""
+    run = readme_line("cd ~ && ~/copilot-env/bin/copilot-conformance run")
+    missing = readme_step(run, cwd=clone, home=home)
+    assert missing.returncode == 2, missing.stdout[-3000:] + missing.stderr[-3000:]
+    assert "run `copilot-conformance clients install` once" in " ".join(missing.stderr.split())
+    assert "Traceback" not in missing.stderr and not (home / "reports").exists()
+
+    install = readme_step(
+        readme_line("cd ~ && ~/copilot-env/bin/copilot-conformance clients install"), cwd=clone, home=home
     )
-    completed = readme_step(line, cwd=clone, home=home)
+    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    [place] = (home / ".cache" / "copilot-conformance").glob("clients-*")
+    assert f"in {place / 'node_modules'}" in install.stdout
+    completed = readme_step(run, cwd=clone, home=home)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     assert "RESULT: PASSED" in completed.stdout and "nothing left behind" in completed.stdout
     data = json.loads((home / "reports" / "conformance.json").read_text())
-    assert data["passed"] and data["counts"]["PASS"] > 100
+    judged = {r["id"] for r in data["requirements"] if r["findings"]}
+    expected = {r["id"] for r in spec.load_requirements()["requirements"] if "excluded" not in r}
+    assert data["passed"] and sorted(expected - judged) == []
+
+
+def test_the_clients_lock_the_wheel_carries_pins_the_repository_lock_s_versions():
+    """js/clients/package-lock.json is the repository's lock cut down to the clients: the same version of every
+    package it holds (the versions the tests ran the clients at)."""
+    clients = json.loads((ROOT / "conformance/channels/js/clients/package-lock.json").read_text())["packages"]
+    repository = json.loads((ROOT / "package-lock.json").read_text())["packages"]
+    declared = json.loads((ROOT / "conformance/channels/js/clients/package.json").read_text())["dependencies"]
+    assert {"ai", "@ag-ui/client"} <= set(declared)
+    assert {name: repository[f"node_modules/{name}"]["version"] for name in declared} == declared
+    differing = {
+        k: (v["version"], repository.get(k, {}).get("version"))
+        for k, v in clients.items()
+        if k and v["version"] != repository.get(k, {}).get("version")
+    }
+    assert differing == {}
 
 
 def test_installed_the_pytest_plugin_runs_the_checks_of_the_selected_requirements(installed, tmp_path):

@@ -1,5 +1,7 @@
 """The protocols' real JavaScript clients, run from Python: npm `ai` (UI message stream) and `@ag-ui/client`
-(AG-UI), pinned in the repository's package.json and installed by `npm ci` at its root.
+(AG-UI), pinned in the repository's package.json and installed by `npm ci` at its root; for an installed suite, at
+the same versions (js/clients/package-lock.json), by `copilot-conformance clients install` into the user's cache
+(client_install.py).
 
 Each driver is a short `node conformance/channels/js/<name>.mjs` process that reads {"cases": [...]} on stdin and
 writes {"results": [...]} on stdout, one result dict per case (the header of each .mjs gives the fields).
@@ -37,6 +39,23 @@ class RealClientUnavailable(HarnessError):
 
 
 NODE_MODULES_VARIABLE = "COPILOT_CONFORMANCE_NODE_MODULES"
+CLIENTS = JS / "clients"  # package.json and package-lock.json of the clients alone, for an installed suite
+# The areas whose checks read a UI message stream or AG-UI answer with its real client, when the target serves it.
+AREAS_READ_BY_REAL_CLIENTS = frozenset({"channel_ui", "channel_ag_ui", "channels", "across_channels"})
+CHANNELS_READ_BY_REAL_CLIENTS = frozenset({"ui", "ag_ui"})
+
+
+def needs_real_clients(areas: set[str], channels: set[str]) -> bool:
+    """Whether checks of `areas` against a target serving `channels` run a protocol's real JavaScript client."""
+    return bool(areas & AREAS_READ_BY_REAL_CLIENTS) and bool(channels & CHANNELS_READ_BY_REAL_CLIENTS)
+
+
+def clients_home() -> Path:
+    """Where `copilot-conformance clients install` puts the clients: the user's cache, one folder per lock file."""
+    from conformance.harness.contract_check import default_cache_dir
+
+    digest = hashlib.sha256((CLIENTS / "package-lock.json").read_bytes()).hexdigest()[:12]
+    return default_cache_dir() / f"clients-{digest}"
 
 
 def _complete(folder: Path) -> bool:
@@ -45,19 +64,19 @@ def _complete(folder: Path) -> bool:
 
 def node_modules() -> Path:
     """The node_modules/ holding the pinned clients: the one named by $COPILOT_CONFORMANCE_NODE_MODULES, else one
-    above the drivers (a checkout after `npm ci`), else one above the current directory."""
+    above the drivers (a checkout after `npm ci`), else one above the current directory, else the one
+    `copilot-conformance clients install` made."""
     named = os.environ.get(NODE_MODULES_VARIABLE)
     if named:
         if _complete(Path(named)):
             return Path(named).resolve()
         raise RealClientUnavailable(f"${NODE_MODULES_VARIABLE} is {named}, which holds no {' and '.join(PACKAGES)}")
-    for folder in [*JS.parents, *Path.cwd().resolve().parents, Path.cwd().resolve()]:
+    for folder in [*JS.parents, *Path.cwd().resolve().parents, Path.cwd().resolve(), clients_home()]:
         if _complete(folder / "node_modules"):
             return folder / "node_modules"
     raise RealClientUnavailable(
-        f"the real clients {', '.join(PACKAGES)} are not installed: run `npm ci` in a clone of the repository "
-        f"(python3 tasks.py test does it) and run the suite from there, or name its node_modules/ in "
-        f"${NODE_MODULES_VARIABLE}"
+        f"the protocols' real clients ({', '.join(PACKAGES)}) are not installed: run `copilot-conformance clients "
+        f"install` once (npm ci of their pinned versions into {clients_home()}; Node 20 or newer)"
     )
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 import httpx
 
 import gns3_copilot_spec as spec
+from conformance.channels import node
+from conformance.channels.node import RealClientUnavailable, needs_real_clients
 from conformance.checks import CheckSpec, profile_note, select
-from conformance.errors import HarnessError, TargetError
+from conformance.errors import ClientsMissing, HarnessError, TargetError
 from conformance.harness.cleanup import finish
 from conformance.harness.environment import DEFAULT_SEED
 from conformance.harness.execution import CheckRun, run_checks
@@ -60,11 +62,13 @@ async def run(
     generated requests; what the run made on the target is removed at the end unless `keep`. A harness error or a
     suite bug gives a result whose requirements are ERROR; only a target file that preflight proves wrong raises
     (TargetMisdeclared, a TargetError), and a selector that names nothing, or an unknown profile, raises
-    SelectionError. The result's `profile` is the profile the run judged."""
+    SelectionError, and selected checks that need the protocols' real clients where they cannot run raise
+    ClientsMissing. The result's `profile` is the profile the run judged."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.monotonic()
     profile = profile or target.default_profile
     chosen = select(only, profile)  # SelectionError: the caller's usage error, before anything starts
+    require_real_clients(chosen, target)  # ClientsMissing: likewise
     try:
         result = await _run(target, jobs, chosen, bool(only), seed, keep, on_check_done, workdir, started, started_at)
     except TargetError:  # the target file is wrong (preflight): a usage error for the caller, not a verdict
@@ -77,6 +81,18 @@ async def run(
         result = failed_run(target, message, details, started, started_at)
     result.seed, result.only = seed, list(only or [])
     return profiled(result, profile)
+
+
+def require_real_clients(chosen: list[CheckSpec], target: Target) -> None:
+    """Raise ClientsMissing when a chosen check reads answers with a real client that cannot run here: one ERROR per
+    requirement would say less than the one command that installs them."""
+    if not needs_real_clients({check.area for check in chosen}, set(target.channels)):
+        return
+    try:
+        node.node_modules()
+        node.node_executable()
+    except RealClientUnavailable as exc:
+        raise ClientsMissing(f"the selected checks read answers with the protocols' real clients: {exc}") from exc
 
 
 def _undeclared_reason(verdict: RequirementVerdict, undeclared: dict[str, str]) -> str | None:
