@@ -73,7 +73,7 @@ def _warm_what_every_fork_loads() -> None:
     import uvicorn.loops.asyncio  # noqa: F401
     import uvicorn.protocols.http.h11_impl  # noqa: F401
 
-    import spec
+    import gns3_copilot_spec as spec
     from fake_llm.scripts import ScriptLibrary
 
     spec.load_requirements()
