@@ -89,3 +89,21 @@ def test_the_readme_main_job_command_runs_the_suite_and_passes():
     assert main_job.returncode == 0, main_job.output[-6000:]
     assert "RESULT: PASSED" in main_job.output and "run took" in main_job.output
     assert main_job.report["passed"] and main_job.report["target"]["name"] == "reference-server"
+
+
+def _github_anchor(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation but hyphens dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def test_the_contents_link_every_section_and_only_headings_that_exist():
+    text = README.read_text(encoding="utf-8")
+    outside_code = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    headings = re.findall(r"^(##|###) (.+)$", outside_code, flags=re.M)
+    contents = text[text.index("## Contents\n") : text.index("\n## ", text.index("## Contents\n") + 1)]
+    linked = dict(re.findall(r"\[(.+?)\]\(#([\w-]+)\)", contents))
+    anchors = {_github_anchor(title) for _level, title in headings}
+    assert sorted(a for a in linked.values() if a not in anchors) == [], "contents entries with no heading"
+    sections = [title for level, title in headings if level == "##" and title != "Contents"]
+    assert sorted(set(sections) - set(linked)) == [], "sections the contents leave out"
+    assert all(linked[title] == _github_anchor(title) for title in linked)

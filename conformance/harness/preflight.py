@@ -51,7 +51,25 @@ async def _prefix_and_users(ctx: CheckContext) -> None:
         if exchange.status == 401:
             raise TargetMisdeclared("auth", f"{where} answered 401: the token of user {name!r} is refused")
         if exchange.status == 403:
-            raise TargetMisdeclared("projects.opened", f"{where} answered 403: project {env.project_id} is not opened")
+            raise _refused_project(env, where)
+
+
+def _refused_project(env: Environment, where: str) -> TargetMisdeclared:
+    """A 403 on the suite's own project: the file's projects (fixed: one not opened), or the access its users lack."""
+    if env.target.section("projects", {"mode": "none"})["mode"] == "fixed":
+        return TargetMisdeclared("projects.opened", f"{where} answered 403: project {env.project_id} is not opened")
+    if "access_control" not in env.target.data:
+        return TargetMisdeclared(
+            "access_control",
+            f"{where} answered 403: the server refuses the suite's users the project its admin made for them; with "
+            "access control (GNS3's RBAC), declare access_control: {mode: gns3_acl, role: User}, and the admin "
+            "grants them that role",
+        )
+    role = env.target.data["access_control"].get("role", "User")
+    return TargetMisdeclared(
+        "access_control.role",
+        f"{where} answered 403: the role {role!r} the admin granted on /projects does not let the suite's users chat",
+    )
 
 
 async def _llm_and_tools(ctx: CheckContext) -> None:

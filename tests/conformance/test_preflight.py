@@ -95,6 +95,10 @@ def _database_folder_that_does_not_exist(data):
     data["declarations"]["database"]["project_dir"] = "/nonexistent-conformance/{project_id}"
 
 
+def _no_access_control(data):
+    del data["access_control"]  # the server's RBAC then refuses the suite's users the projects its admin made
+
+
 def _three_tools_not_offered(data):
     tools = data["declarations"]["tools"]
     tools["single"]["name"], tools["slow"]["name"], tools["parallel"][1]["name"] = "nope_a", "nope_b", "nope_c"
@@ -107,6 +111,7 @@ def _three_tools_not_offered(data):
         (_unresolvable_host, "base_url"),
         (_wrong_admin_password, "auth.admin"),
         (_database_folder_that_does_not_exist, "declarations.database.project_dir"),
+        (_no_access_control, "access_control"),
         (_three_tools_not_offered, "declarations.tools"),
         (_wrong_prefix, "chat_prefix"),
         (_tool_not_offered, "declarations.tools.single"),
@@ -121,6 +126,7 @@ def _three_tools_not_offered(data):
         "unresolvable-host",
         "wrong-admin-password",
         "no-database-folder",
+        "no-access-control",
         "three-tools-not-offered",
         "wrong-prefix",
         "tool-not-offered",
