@@ -68,3 +68,22 @@ def test_the_use_chat_example(live: LiveLab):
 @pytest.mark.covers("AGUI-001", "AGUI-002")
 def test_the_ag_ui_example(live: LiveLab):
     run_typescript(readme_example("ts ag-ui"), live)
+
+
+def test_the_snapshot_example_is_stable_across_runs(live: LiveLab, tmp_path: Path):
+    """The README's snapshot test: written once with --snapshot-update, it passes on the next run, whose turns have
+    other ids, times and heartbeats; each stream keeps its protocol's framing."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # its own root, away from this repository's configuration
+    (tmp_path / "test_my_streams.py").write_text(readme_example("python snapshots"))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_streams.py"]
+    env = {k: v for k, v in environment(live).items() if k != "PYTEST_ADDOPTS"}
+    for extra in (["--snapshot-update"], []):
+        completed = subprocess.run(
+            [*command, *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-2000:]
+    texts = [path.read_text() for path in (tmp_path / "__snapshots__" / "test_my_streams").glob("*.sse")]
+    [openai] = [text for text in texts if "chat.completion.chunk" in text]
+    [gns3] = [text for text in texts if text is not openai]
+    assert '"session_id": "<session_id:1>"' in gns3 and "# framing" not in gns3
+    assert openai.rstrip().endswith("data: [DONE]") and '"id": "<id:1>"' in openai and '"<created:1>"' in openai
