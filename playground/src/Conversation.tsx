@@ -81,10 +81,17 @@ function LiveChat({ api, sessionId, initialMessages, scenarios, onActivity }: Li
     [api],
   );
   // The chat id is the session id (UI-001): the server keeps the conversation, `useChat` shows it.
+  // The answers the user stopped (the server's abort ended their stream, or closing it did): labelled so.
+  const [stopped, setStopped] = useState<ReadonlySet<string>>(new Set());
+  const stopping = useRef(false);
   const { messages, sendMessage, status, stop, error, clearError } = useChat<Message>({
     id: sessionId,
     messages: initialMessages,
     transport,
+    onFinish: ({ message, isAbort }) => {
+      if (isAbort || stopping.current) setStopped((ids) => new Set(ids).add(message.id));
+      stopping.current = false;
+    },
   });
   const [text, setText] = useState('');
   const busy = status === 'submitted' || status === 'streaming';
@@ -107,12 +114,14 @@ function LiveChat({ api, sessionId, initialMessages, scenarios, onActivity }: Li
   const send = (message: string) => {
     if (busy || !message.trim()) return;
     clearError();
+    stopping.current = false;
     void sendMessage({ text: message });
     setText('');
   };
   // The server's abort stops the turn at a safe point and ends its stream itself, statistics written; where it
   // has no running turn to stop yet, or no abort at all (an optional capability), closing the stream stops it.
   const halt = () => {
+    stopping.current = true;
     api.abort(sessionId).then(
       (result) => {
         if (result.aborted === false) void stop();
@@ -128,7 +137,12 @@ function LiveChat({ api, sessionId, initialMessages, scenarios, onActivity }: Li
           <p className="muted empty-chat">Ask about the lab, or send with one of the fake LLM's scenarios below.</p>
         )}
         {messages.map((message, index) => (
-          <MessageView key={message.id} message={message} pending={busy && index === messages.length - 1} />
+          <MessageView
+            key={message.id}
+            message={message}
+            pending={busy && index === messages.length - 1}
+            stopped={stopped.has(message.id)}
+          />
         ))}
         <div ref={end} />
       </div>
@@ -191,13 +205,20 @@ function LiveChat({ api, sessionId, initialMessages, scenarios, onActivity }: Li
   );
 }
 
-function MessageView({ message, pending }: { message: Message; pending: boolean }) {
+function MessageView({ message, pending, stopped }: { message: Message; pending: boolean; stopped: boolean }) {
   const usage = message.metadata?.usage;
   const shown = message.parts.filter((part) => part.type === 'text' || isToolUIPart(part));
   if (shown.length === 0 && pending) return null; // the answer has begun, with nothing to show yet
   return (
     <article className={`message ${message.role}`} data-testid={`message-${message.role}`}>
-      <header>{message.role === 'user' ? 'You' : 'Copilot'}</header>
+      <header>
+        {message.role === 'user' ? 'You' : 'Copilot'}
+        {stopped && (
+          <span className="badge stopped-badge" data-testid="stopped">
+            Stopped
+          </span>
+        )}
+      </header>
       {shown.length === 0 && <p className="text muted">No answer (the turn ended before one came).</p>}
       {message.parts.map((part, index) => {
         if (part.type === 'text') return <Text key={index} text={part.text} />;

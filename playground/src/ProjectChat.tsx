@@ -138,6 +138,10 @@ function SessionItem({ session, current, onOpen, onPin, onRename, onDelete }: Se
             {plural(session.message_count, 'message')} · {plural(session.llm_calls_count, 'LLM call')} ·{' '}
             {plural(session.total_tokens, 'token')}
           </span>
+          {/* Sessions often share a title ("New Conversation"): when each was last used tells them apart. */}
+          <time className="session-meta" dateTime={session.updated_at} data-testid="session-time">
+            {lastUsed(session.updated_at)}
+          </time>
         </button>
       )}
       {mode === 'confirm-delete' ? (
@@ -218,4 +222,13 @@ function Statistics({ session }: { session: ChatSession | null }) {
 
 function timeOf(timestamp: string | null): string {
   return timestamp ? new Date(timestamp).toLocaleTimeString('en-GB') : '—';
+}
+
+/** When a session was last used, as this browser's clock reads it: the time today, else the date and time. */
+function lastUsed(iso: string): string {
+  const when = new Date(iso);
+  if (Number.isNaN(when.getTime())) return iso;
+  const today = new Date().toDateString() === when.toDateString();
+  const time = when.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return today ? `used at ${time}` : `used ${when.toLocaleDateString()} ${time}`;
 }
