@@ -2333,7 +2333,7 @@ export type LlmModelConfig = {
 /**
  * LlmModelConfigCreate
  *
- * `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned.
+ * `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned. With `provider: openai`, `base_url` is required and not empty (the server has nowhere else to send the model's requests).
  */
 export type LlmModelConfigCreate = {
     name: string;
@@ -22756,6 +22756,13 @@ export type AuthenticateData = {
 
 export type AuthenticateErrors = {
     /**
+     * The body is not JSON the server can take (INPUT-009, code `invalid_json`): not JSON, not UTF-8, a lone
+     * surrogate in a string or a member name, `NaN` or `Infinity`, a number beyond a double or an integer of more
+     * than 4300 digits, or nesting deeper than 64 levels (the reference server's bounds).
+     *
+     */
+    400: ErrorBody;
+    /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
      * user or configuration, 409 for a project name in use.
@@ -22847,6 +22854,13 @@ export type CreateProjectData = {
 };
 
 export type CreateProjectErrors = {
+    /**
+     * The body is not JSON the server can take (INPUT-009, code `invalid_json`): not JSON, not UTF-8, a lone
+     * surrogate in a string or a member name, `NaN` or `Infinity`, a number beyond a double or an integer of more
+     * than 4300 digits, or nesting deeper than 64 levels (the reference server's bounds).
+     *
+     */
+    400: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
@@ -23142,6 +23156,13 @@ export type CreateLlmModelConfigData = {
 };
 
 export type CreateLlmModelConfigErrors = {
+    /**
+     * The body is not JSON the server can take (INPUT-009, code `invalid_json`): not JSON, not UTF-8, a lone
+     * surrogate in a string or a member name, `NaN` or `Infinity`, a number beyond a double or an integer of more
+     * than 4300 digits, or nesting deeper than 64 levels (the reference server's bounds).
+     *
+     */
+    400: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,

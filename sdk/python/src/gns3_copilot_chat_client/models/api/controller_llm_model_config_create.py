@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 class LlmModelConfigCreate(BaseModel):
     """
-    `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned.
+    `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned. With `provider: openai`, `base_url` is required and not empty (the server has nowhere else to send the model's requests).
     """
 
     name: Annotated[str, Field(max_length=100, min_length=1)]
