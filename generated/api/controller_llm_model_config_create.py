@@ -29,10 +29,9 @@ class LlmModelConfigCreate(BaseModel):
     ) = None
     is_default: bool | None = None
     provider: Annotated[
-        str,
+        Literal["openai", "fake"],
         Field(
-            description="`openai` for any OpenAI-compatible server; the reference server also takes `fake`, its in-process fake LLM.",
-            min_length=1,
+            description="`openai` for any OpenAI-compatible server (the one every conforming server takes); `fake` is the reference server's in-process fake LLM."
         ),
     ]
     base_url: Annotated[

@@ -22,7 +22,7 @@ Provider = Literal["fake", "openai"]
 
 
 class LlmConfigFields(StrictBody):
-    model_config = ConfigDict(extra="ignore")  # GNS3 clients send more (context_strategy, ...)
+    model_config = ConfigDict(extra="ignore")  # GNS3 clients may send members beyond these
 
     name: Annotated[str, Field(min_length=1, max_length=100)]
     model_type: Literal["text", "vision", "stt", "tts", "multimodal", "embedding", "reranking", "other"] = "text"
@@ -35,6 +35,8 @@ class LlmConfigFields(StrictBody):
     context_limit: Annotated[int | None, Field(gt=0)] = None
     copilot_mode: str | None = "teaching_assistant"
     is_default: bool = False
+    # Validated as the contract's schema says, not kept: the reference server does not trim the context.
+    context_strategy: Literal["conservative", "balanced", "aggressive"] = "balanced"
 
     @model_validator(mode="after")
     def _openai_needs_base_url(self) -> LlmConfigFields:
@@ -82,7 +84,7 @@ async def create_llm_config(
 ) -> dict[str, Any]:
     await _config_owner(user_id, caller, request)
     services = services_of(request)
-    values = body.model_dump(exclude={"api_key"})
+    values = body.model_dump(exclude={"api_key", "context_strategy"})
     values["api_key_sealed"] = services.secrets.seal(body.api_key) if body.api_key else None
     return _public_config(await services.store.add_llm_config(user_id, values))
 
@@ -111,7 +113,7 @@ async def update_llm_config(
         validated = LlmConfigFields.model_validate({**merged, **body})
     except ValidationError as exc:
         raise from_pydantic(exc, ("body",)) from exc
-    values = validated.model_dump(exclude={"api_key"})
+    values = validated.model_dump(exclude={"api_key", "context_strategy"})
     if "api_key" in body:
         values["api_key_sealed"] = services.secrets.seal(validated.api_key) if validated.api_key else None
     return _public_config(await services.store.update_llm_config(user_id, config_id, values))

@@ -502,8 +502,13 @@ async def test_llm_model_config_lifecycle(lab):
         "api_key": "sk-test-abcdef",
         "temperature": 0.2,
         "is_default": True,
-        "context_strategy": "ignored",
+        "context_strategy": "aggressive",
     }
+    # context_strategy is validated as the contract's schema says (an enum), though not kept
+    refused = await lab.client.post(
+        configs_url(user_id), json={**create, "context_strategy": "ignored"}, headers=headers
+    )
+    assert refused.status_code == 422 and refused.json()["details"]["errors"][0]["loc"] == ["body", "context_strategy"]
     response = await lab.client.post(configs_url(user_id), json=create, headers=headers)
     assert response.status_code == 201, response.text
     config = response.json()
@@ -519,7 +524,7 @@ async def test_llm_model_config_lifecycle(lab):
         "m-1",
     )
     assert values["temperature"] == 0.2 and config["is_default"] is True and config["user_id"] == user_id
-    assert values["context_strategy"] == "balanced"  # what was sent ("ignored") is not taken
+    assert values["context_strategy"] == "balanced"  # what was sent ("aggressive") is not taken
 
     second = await lab.client.post(
         configs_url(user_id), headers=headers, json={"name": "scripted", "provider": "fake", "model": "fake-model"}

@@ -2340,9 +2340,9 @@ export type LlmModelConfigCreate = {
     model_type?: 'text' | 'vision' | 'stt' | 'tts' | 'multimodal' | 'embedding' | 'reranking' | 'other';
     is_default?: boolean;
     /**
-     * `openai` for any OpenAI-compatible server; the reference server also takes `fake`, its in-process fake LLM.
+     * `openai` for any OpenAI-compatible server (the one every conforming server takes); `fake` is the reference server's in-process fake LLM.
      */
-    provider: string;
+    provider: 'openai' | 'fake';
     /**
      * The OpenAI-compatible server's base URL; the client POSTs to `{base_url}/chat/completions`.
      */
