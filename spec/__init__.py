@@ -157,7 +157,7 @@ def _component_refs(node: Any, document: dict[str, Any]) -> set[tuple[str, str]]
 def _schema_resource(uri: str) -> Resource:
     """One schema file of the contract, named by its file URI, parsed once per process."""
     path = Path(url2pathname(urlsplit(uri).path)).resolve()
-    if path.suffix != ".json" or not any(path.parent == folder for folder in SCHEMA_FOLDERS):
+    if path.suffix != ".json" or path.parent not in SCHEMA_FOLDERS:
         raise NoSuchResource(ref=uri)
     return Resource.from_contents(load_document(path), DRAFT202012)
 

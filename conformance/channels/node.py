@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +51,16 @@ def needs_real_clients(areas: set[str], channels: set[str]) -> bool:
     return bool(areas & AREAS_READ_BY_REAL_CLIENTS) and bool(channels & CHANNELS_READ_BY_REAL_CLIENTS)
 
 
+@cache
+def _lock_digest() -> str:
+    return hashlib.sha256((CLIENTS / "package-lock.json").read_bytes()).hexdigest()[:12]
+
+
 def clients_home() -> Path:
     """Where `copilot-conformance clients install` puts the clients: the user's cache, one folder per lock file."""
     from conformance.harness.contract_check import default_cache_dir
 
-    digest = hashlib.sha256((CLIENTS / "package-lock.json").read_bytes()).hexdigest()[:12]
-    return default_cache_dir() / f"clients-{digest}"
+    return default_cache_dir() / f"clients-{_lock_digest()}"
 
 
 def _complete(folder: Path) -> bool:

@@ -12,6 +12,16 @@ from conformance.errors import HarnessError
 from conformance.harness.environment import User
 from conformance.harness.ledger import Ledger
 
+LOGIN_PATH = "/v3/access/users/authenticate"
+
+
+class LoginRefused(HarnessError):
+    """A login answered something else than 200; `status` is what it answered."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 class Controller:
     """The admin's side of a GNS3-style controller. Everything it makes goes in `ledger`, for the clean-up."""
@@ -41,12 +51,11 @@ class Controller:
 
     @staticmethod
     async def login(client: httpx.AsyncClient, base_url: str, username: str, password: str) -> str:
-        response = await client.post(
-            base_url + "/v3/access/users/authenticate", json={"username": username, "password": password}
-        )
+        response = await client.post(base_url + LOGIN_PATH, json={"username": username, "password": password})
         if response.status_code != 200:
-            raise HarnessError(
-                f"provisioning: logging in as {username!r} answered {response.status_code}: {response.text[:300]}"
+            raise LoginRefused(
+                f"provisioning: logging in as {username!r} answered {response.status_code}: {response.text[:300]}",
+                response.status_code,
             )
         return response.json()["access_token"]
 

@@ -17,7 +17,6 @@ import httpx
 
 import gns3_copilot_spec as spec
 from conformance.channels import node
-from conformance.channels.node import RealClientUnavailable, needs_real_clients
 from conformance.checks import CheckSpec, profile_note, select
 from conformance.errors import ClientsMissing, HarnessError, TargetError
 from conformance.harness.cleanup import finish
@@ -86,12 +85,12 @@ async def run(
 def require_real_clients(chosen: list[CheckSpec], target: Target) -> None:
     """Raise ClientsMissing when a chosen check reads answers with a real client that cannot run here: one ERROR per
     requirement would say less than the one command that installs them."""
-    if not needs_real_clients({check.area for check in chosen}, set(target.channels)):
+    if not node.needs_real_clients({check.area for check in chosen}, set(target.channels)):
         return
     try:
         node.node_modules()
         node.node_executable()
-    except RealClientUnavailable as exc:
+    except node.RealClientUnavailable as exc:
         raise ClientsMissing(f"the selected checks read answers with the protocols' real clients: {exc}") from exc
 
 

@@ -15,7 +15,7 @@ import httpx
 
 from conformance.errors import HarnessError, TargetMisdeclared
 from conformance.harness.cleanup import finish
-from conformance.harness.controller import Controller, UserMaker
+from conformance.harness.controller import LOGIN_PATH, Controller, LoginRefused, UserMaker
 from conformance.harness.environment import DEFAULT_SEED, Environment, User
 from conformance.harness.ledger import Ledger
 from conformance.harness.preflight import preflight
@@ -226,23 +226,21 @@ async def _provision(target, workdir, client, base_url, fake_url, scripts, proce
 
 async def _admin_token(client: httpx.AsyncClient, base_url: str, admin: dict[str, Any]) -> str:
     """The admin's token; refused credentials are the target file's (auth.admin), told before anything is made."""
-    url = base_url + "/v3/access/users/authenticate"
-    response = await client.post(url, json={"username": admin["username"], "password": admin["password"]})
-    if response.status_code in (401, 403):
-        raise TargetMisdeclared(
-            "auth.admin",
-            f"POST {url} as {admin['username']!r} answered {response.status_code}: the server refuses the admin's "
-            "username or password",
-        )
-    if response.status_code == 404:
-        raise TargetMisdeclared(
-            "base_url", f"POST {url} answered 404: no GNS3 controller API under {base_url} (auth.mode controller)"
-        )
-    if response.status_code != 200:
-        raise HarnessError(
-            f"provisioning: logging in as {admin['username']!r} answered {response.status_code}: {response.text[:300]}"
-        )
-    return response.json()["access_token"]
+    try:
+        return await Controller.login(client, base_url, admin["username"], admin["password"])
+    except LoginRefused as refused:
+        url = base_url + LOGIN_PATH
+        if refused.status in (401, 403):
+            raise TargetMisdeclared(
+                "auth.admin",
+                f"POST {url} as {admin['username']!r} answered {refused.status}: the server refuses the admin's "
+                "username or password",
+            ) from refused
+        if refused.status == 404:
+            raise TargetMisdeclared(
+                "base_url", f"POST {url} answered 404: no GNS3 controller API under {base_url} (auth.mode controller)"
+            ) from refused
+        raise
 
 
 async def own_project(env: Environment, check_id: str) -> Environment:

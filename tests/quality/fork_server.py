@@ -65,7 +65,8 @@ def _serve_forever(path: str, parent: int) -> None:
 
 def _warm_what_every_fork_loads() -> None:
     """What each fork would otherwise load again on its first start and request: the modules the server's
-    dependencies import late, the contract's requirements and the fake LLM's built-in scripts (both cached)."""
+    dependencies import late, the contract's requirements, and the validator of the fake LLM's script schema (both
+    cached per process; loading the built-in scripts once builds the validator, their library is not kept)."""
     import anyio._backends._asyncio  # noqa: F401 - anyio's back end, chosen when the first task group opens
     import httpcore2  # noqa: F401 - the OpenAI client's transport, imported when the first client is made
     import openai.resources.chat.completions  # noqa: F401 - the client's resources, imported on first access
