@@ -50,10 +50,11 @@ def readme_command(text: str) -> list[str]:
     return shlex.split(readme_line(text))
 
 
-def examples() -> dict[str, str]:
-    """Named examples: the code of every README block fenced as ```<language> <name> (e.g. ```ts ag-ui), by
-    "<language> <name>". Plain ```python blocks are run by tests/test_readme.py; a named one needs a live server."""
-    text = README.read_text(encoding="utf-8")
+def examples(readme: Path = README) -> dict[str, str]:
+    """Named examples: the code of every block of `readme` (the project's README by default) fenced as
+    ```<language> <name> (e.g. ```ts ag-ui), by "<language> <name>". Plain ```python blocks of the project's README
+    are run by tests/test_readme.py; a named one needs a live server."""
+    text = readme.read_text(encoding="utf-8")
     found: dict[str, str] = {}
     for fence, code in re.findall(r"^```(\w+ [\w-]+)\n(.*?)^```", text, flags=re.S | re.M):
         assert fence not in found, f"two README examples are fenced ```{fence}"
@@ -61,7 +62,8 @@ def examples() -> dict[str, str]:
     return found
 
 
-def readme_example(fence: str) -> str:
-    """The code of the README example fenced ```<fence>, after checking the README shows it."""
-    assert fence in examples(), f"the README has no example fenced ```{fence}; it has: {sorted(examples())}"
-    return examples()[fence]
+def readme_example(fence: str, readme: Path = README) -> str:
+    """The code of the example fenced ```<fence> in `readme`, after checking that README shows it."""
+    found = examples(readme)
+    assert fence in found, f"{readme.name} has no example fenced ```{fence}; it has: {sorted(found)}"
+    return found[fence]

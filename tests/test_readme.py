@@ -69,15 +69,23 @@ def test_every_readme_command_is_run_by_a_test():
     assert stale == [], "these tests run commands the README no longer shows"
 
 
+# The SDKs' own READMEs, whose named examples their package tests run (readme_example(fence, <that README>)).
+PACKAGE_READMES = [README.parent / "sdk" / "typescript" / "README.md", README.parent / "sdk" / "python" / "README.md"]
+
+
 def test_every_named_readme_example_is_run_by_a_test():
-    """A block fenced ```<language> <name> is run by a test through tests.readme.readme_example("<language> <name>")."""
-    claimed = set()
+    """A block fenced ```<language> <name> is run by a test through tests.readme.readme_example("<language> <name>"),
+    and one of an SDK's README through readme_example("<language> <name>", <that README>)."""
+    claimed, claimed_elsewhere = set(), set()
     for path in (README.parent / "tests").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "readme_example" and node.args:
-                claimed.add(node.args[0].value)
+                (claimed_elsewhere if len(node.args) > 1 else claimed).add(node.args[0].value)
     assert sorted(set(examples()) - claimed) == [], "run these README examples in a test (readme_example)"
     assert sorted(claimed - set(examples())) == [], "tests run README examples the README no longer shows"
+    in_packages = {fence for readme in PACKAGE_READMES for fence in examples(readme)}
+    assert sorted(in_packages - claimed_elsewhere) == [], "run these SDK README examples in a test"
+    assert sorted(claimed_elsewhere - in_packages) == [], "tests run SDK README examples no SDK README shows"
 
 
 @pytest.mark.slow  # whole suite runs or servers: left out of --quick

@@ -5,7 +5,9 @@ import { defineConfig } from '@hey-api/openapi-ts';
 // generated/ and writes src/generated/.
 export default defineConfig({
   input: process.env.COPILOT_SDK_INPUT ?? '../../generated/openapi-3.1.yaml',
-  output: { path: process.env.COPILOT_SDK_OUTPUT ?? 'src/generated' },
+  // `.js` in every relative import, as Node's ESM resolution (tsconfig `module: NodeNext`) needs them in the emitted
+  // JavaScript: the package is built by `tsc` and used by plain Node as well as bundlers.
+  output: { path: process.env.COPILOT_SDK_OUTPUT ?? 'src/generated', module: { extension: '.js' } },
   logs: { level: 'warn', file: false },
   plugins: ['@hey-api/client-fetch', '@hey-api/typescript', '@hey-api/sdk'],
 });

@@ -1,7 +1,7 @@
 // Log in, create a project, stream a turn that calls a tool, list the sessions.
 //   COPILOT_BASE_URL=http://127.0.0.1:3080 node_modules/.bin/tsx sdk/typescript/examples/quickstart.ts
 // (the reference server seeds admin/admin, whose LLM is the scripted fake LLM: `[[fake-llm:...]]` picks a script).
-import { type ChatStreamEvent, createCopilotClient } from '../src/index';
+import { type ChatStreamEvent, createCopilotClient } from '../src/index.js';
 
 const client = createCopilotClient({
   baseUrl: process.env.COPILOT_BASE_URL ?? 'http://127.0.0.1:3080',

@@ -1,6 +1,6 @@
 // Typed errors: every refusal the contract documents becomes an instance of the class for its status, carrying the
 // contract's error body (`message`, `code`), so callers branch on the class (or `status`) and on `code`.
-import type { ErrorBody, OpenAiErrorBody, ValidationErrorBody } from './generated/types.gen';
+import type { ErrorBody, OpenAiErrorBody, ValidationErrorBody } from './generated/types.gen.js';
 
 export type { ErrorBody, ValidationErrorBody };
 

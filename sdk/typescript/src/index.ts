@@ -1,8 +1,8 @@
 // The GNS3 Copilot Chat API client: the generated operations (src/generated/, from the contract's OpenAPI 3.1 copy),
 // behind a small facade that logs in, throws typed errors, and streams each turn exactly once.
-import { apiError, CopilotStreamError } from './errors';
-import { type Client, createClient, createConfig } from './generated/client';
-import * as api from './generated/sdk.gen';
+import { apiError, CopilotStreamError } from './errors.js';
+import { type Client, createClient, createConfig } from './generated/client/index.js';
+import * as api from './generated/sdk.gen.js';
 import type {
   AbortResult,
   AgUiEvent,
@@ -28,15 +28,15 @@ import type {
   Token,
   UiChatRequest,
   User,
-} from './generated/types.gen';
-import { type END, EventStream, jsonEvents, jsonEventsUntilDone, type StreamOptions } from './streams';
+} from './generated/types.gen.js';
+import { type END, EventStream, jsonEvents, jsonEventsUntilDone, type StreamOptions } from './streams.js';
 
-export * from './errors';
-export { EventStream, type StreamOptions } from './streams';
-export type * from './generated/types.gen';
-export type { Client } from './generated/client';
+export * from './errors.js';
+export { EventStream, type StreamOptions } from './streams.js';
+export type * from './generated/types.gen.js';
+export type { Client } from './generated/client/index.js';
 // The generated operations, for what the facade does not wrap: pass `client: copilot.chat` (or `.controller`).
-export * as operations from './generated/sdk.gen';
+export * as operations from './generated/sdk.gen.js';
 
 /**
  * What comes before `/projects/{project_id}/chat` in the server's chat prefix: `/v3` for

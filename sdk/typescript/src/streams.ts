@@ -5,8 +5,8 @@
 // anything fails, so here: `sseMaxRetryAttempts: 1`, and a fetch that refuses to send twice as a second guard; a
 // refusal's body becomes the typed error (errors.ts), thrown before any event; whatever ended the stream early
 // (an abort, a lost connection, an error chunk) is thrown, never swallowed.
-import { CopilotStreamError, errorFromResponse } from './errors';
-import type { Client } from './generated/client';
+import { CopilotStreamError, errorFromResponse } from './errors.js';
+import type { Client } from './generated/client/index.js';
 
 /** What a frame's parsed `data` became: an event to yield, or the end of the stream (`[DONE]`). */
 export const END: unique symbol = Symbol('end of stream');

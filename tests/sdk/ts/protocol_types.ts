@@ -3,7 +3,7 @@
 import type { AGUIEvent } from '@ag-ui/core';
 import type { UIMessageChunk } from 'ai';
 
-import type { AgUiEvent, UiMessageChunk } from '../../../sdk/typescript/src/index';
+import type { AgUiEvent, UiMessageChunk } from '../../../sdk/typescript/src/index.js';
 
 // Every UI chunk the SDK yields is a chunk the `ai` package takes (e.g. by `readUIMessageStream`). The converse
 // fails only where `ai`'s JSON values admit `undefined` inside `providerMetadata`, which JSON cannot carry.

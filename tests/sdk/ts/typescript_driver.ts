@@ -20,9 +20,9 @@ import {
   UnauthorizedError,
   UnavailableError,
   type UiMessageChunk,
-} from '../../../sdk/typescript/src/index';
-import * as generated from '../../../sdk/typescript/src/generated/sdk.gen';
-import { createClient, createConfig } from '../../../sdk/typescript/src/generated/client';
+} from '../../../sdk/typescript/src/index.js';
+import * as generated from '../../../sdk/typescript/src/generated/sdk.gen.js';
+import { createClient, createConfig } from '../../../sdk/typescript/src/generated/client/index.js';
 
 const baseUrl = required('COPILOT_BASE_URL');
 const chatRoot = required('COPILOT_CHAT_ROOT') as ChatRoot;
