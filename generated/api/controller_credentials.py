@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 
 class Credentials(BaseModel):
     """
-    `POST /v3/access/users/authenticate`: a user's name and password.
+    `POST /v3/access/users/authenticate`: a user's name and password. Other members are ignored, as gns3-server ignores them.
     """
 
-    model_config = ConfigDict(
-        extra="forbid",
-    )
     username: Annotated[str, Field(min_length=1)]
     password: Annotated[str, Field(min_length=1)]

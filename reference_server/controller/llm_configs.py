@@ -19,6 +19,7 @@ router = APIRouter(prefix="/v3")
 # --- LLM model configurations -------------------------------------------------------------------------------
 
 Provider = Literal["fake", "openai"]
+OPENAI_NEEDS_BASE_URL = "provider 'openai' needs a base_url (an OpenAI-compatible server)"
 
 
 class LlmConfigFields(StrictBody):
@@ -41,7 +42,7 @@ class LlmConfigFields(StrictBody):
     @model_validator(mode="after")
     def _openai_needs_base_url(self) -> LlmConfigFields:
         if self.provider == "openai" and not self.base_url:
-            raise ValueError("provider 'openai' needs a base_url (an OpenAI-compatible server)")
+            raise ValueError(OPENAI_NEEDS_BASE_URL)
         return self
 
 
@@ -112,6 +113,11 @@ async def update_llm_config(
     try:
         validated = LlmConfigFields.model_validate({**merged, **body})
     except ValidationError as exc:
+        if [error["msg"] for error in exc.errors()] == [f"Value error, {OPENAI_NEEDS_BASE_URL}"]:
+            # every field sent is valid, the whole is not: the change conflicts with the stored values
+            raise ApiError(
+                409, "conflict", f"The change conflicts with the configuration: {OPENAI_NEEDS_BASE_URL}"
+            ) from exc
         raise from_pydantic(exc, ("body",)) from exc
     values = validated.model_dump(exclude={"api_key", "context_strategy"})
     if "api_key" in body:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
+from starlette.convertors import StringConvertor, register_url_convertor
 
 import gns3_copilot_spec as spec
 from reference_server.errors import ApiError, unauthorized
@@ -18,6 +19,17 @@ from .security import LoginThrottle, decoy_hash, hash_password, verify_password
 from .store import Conflict
 
 router = APIRouter(prefix="/v3")
+
+
+class UserIdConvertor(StringConvertor):
+    """A user id in a path: never one of the fixed names beside it. Without this, `PUT /access/users/me` or
+    `DELETE /access/users/authenticate` reached the `{user_id}` routes (a 404 or 422 for a user named so) instead of
+    the 405 with `Allow` that any other method not served at a documented path gets (Schemathesis' ST204)."""
+
+    regex = "(?!(?:me|authenticate|logout)$)[^/]+"
+
+
+register_url_convertor("user_id", UserIdConvertor())
 
 
 # --- version and authentication ---------------------------------------------------------------------------
@@ -132,7 +144,7 @@ class UserUpdate(StrictBody):
     is_active: bool = None
 
 
-@router.put("/access/users/{user_id}")
+@router.put("/access/users/{user_id:user_id}")
 async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, request: Request) -> dict[str, Any]:
     """A superadmin changes any user, but cannot deactivate itself; a user changes his own fields but is_active.
     A new password revokes the user's older tokens; `is_active: false` refuses all of them until `true`."""
@@ -152,7 +164,7 @@ async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, req
     return user.public()
 
 
-@router.delete("/access/users/{user_id}", status_code=204)
+@router.delete("/access/users/{user_id:user_id}", status_code=204)
 async def delete_user(user_id: str, caller: Authenticated, request: Request) -> Response:
     """gns3-server's user deletion (superadmin only; a superadmin cannot delete itself)."""
     require_superadmin(caller)

@@ -4,6 +4,7 @@ endpoints: the chat operations of spec/openapi.yaml and the controller routes of
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class World:
     ids: dict[str, str]  # path parameter -> a real id
     endpoints: list[Endpoint]
     routes: list[tuple[str, set[str]]]  # every path template the app serves, with its methods
+    matchers: list[tuple[re.Pattern, set[str]]]  # every route's path, matched as the app does (convertors too)
 
     def path(self, endpoint: Endpoint, **ids: str) -> str:
         return endpoint.template.format(**{**self.ids, **ids})
@@ -81,7 +83,7 @@ class World:
 
     def allowed(self, path: str) -> set[str]:
         """The methods some route serves at this concrete path."""
-        return {m for template, methods in self.routes if compile_path(template)[0].match(path) for m in methods}
+        return {m for regex, methods in self.matchers if regex.match(path) for m in methods}
 
     def body(self, endpoint: Endpoint, **changes: Any) -> dict[str, Any]:
         filled = {k: v.format(**self.ids) if isinstance(v, str) else v for k, v in (endpoint.body or {}).items()}
@@ -151,8 +153,10 @@ def chat_endpoints() -> list[Endpoint]:
 
 
 def _api_routes(app) -> list[tuple[APIRoute | Any, str, set[str]]]:
-    """(route, path, methods) of every route of the app (FastAPI nests included routers: iter_route_contexts)."""
-    return [(c.route, c.path, set(c.methods or ())) for c in iter_route_contexts(app.routes) if c.path]
+    """(route, path, methods) of every route of the app (FastAPI nests included routers: iter_route_contexts), the
+    path as the API documents it (`{user_id}`, not the route's `{user_id:user_id}` with its convertor)."""
+    contexts = iter_route_contexts(app.routes)
+    return [(c.route, re.sub(r"\{(\w+):\w+\}", r"{\1}", c.path), set(c.methods or ())) for c in contexts if c.path]
 
 
 CHANNEL_TEMPLATES = {
@@ -226,7 +230,9 @@ async def world(tmp_path_factory) -> AsyncIterator[World]:
             app_chat = {(m, p) for p, methods in routes for m in methods if p in {e.template for e in chat}}
             assert served == app_chat, "the app serves exactly the contract's chat operations"
             endpoints = chat + controller_endpoints(app, {e.template for e in chat})
-            yield World(client, lab.headers, lab.login, ids, endpoints, routes)
+            contexts = iter_route_contexts(app.routes)
+            matchers = [(compile_path(c.path)[0], set(c.methods or ())) for c in contexts if c.path]
+            yield World(client, lab.headers, lab.login, ids, endpoints, routes, matchers)
 
 
 # --- judging one answer -------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Schemathesis against the reference server's chat API, in-process, at a fixed budget: positive and negative cases
+"""Schemathesis against the reference server's chat API and its controller, in-process, at a fixed budget: positive
 for every operation of spec/openapi.yaml, then a state machine over real sessions (stream, history, rename, pin,
 unpin, abort, delete, list). Every answer goes through Schemathesis's own checks (no 5xx, documented status,
 content type, headers and schema; negative data refused, positive data taken); none may fail.
@@ -66,11 +66,7 @@ class Harness:
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory) -> Iterator[Harness]:
     app = create_app(Settings(data_dir=tmp_path_factory.mktemp("schemathesis") / "data", heartbeat_interval=15.0))
-    schema = (
-        schemathesis.openapi.from_path(str(spec.OPENAPI_PATH))
-        .exclude(tag=spec.CHANNEL_TAG)
-        .exclude(tag=spec.CONTROLLER_TAG)
-    )
+    schema = schemathesis.openapi.from_path(str(spec.OPENAPI_PATH)).exclude(tag=spec.CHANNEL_TAG)
     schema.app = app  # requests go to the app in-process, on Schemathesis's event loop, which runs its lifespan
     try:
         with asgi.get_client(app) as client:
@@ -84,16 +80,29 @@ def _events(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
 
 
-OPERATIONS = [  # the GNS3 chat API: the channels answer in their protocols' shapes (spec.CHANNEL_TAG)
-    op["operationId"]
-    for item in spec.chat_api_only(spec.load_openapi())["paths"].values()
-    for op in item.values()
-    if "operationId" in op
+def _operations() -> list[tuple[str, bool]]:
+    """(operationId, whether a negative case exists: something to make invalid, a parameter, a body or a token),
+    for the GNS3 chat API and the controller: the channels answer in their protocols' shapes (spec.CHANNEL_TAG)."""
+    document = spec.load_openapi()
+    found = []
+    for item in document["paths"].values():
+        for op in item.values():
+            if isinstance(op, dict) and "operationId" in op and spec.CHANNEL_TAG not in op.get("tags", []):
+                secured = op.get("security", document.get("security")) not in (None, [])
+                negatable = bool(item.get("parameters") or op.get("parameters") or op.get("requestBody") or secured)
+                found.append((op["operationId"], negatable))
+    return found
+
+
+CASES = [
+    pytest.param(operation_id, mode, id=f"{operation_id}-{mode.value}")
+    for operation_id, negatable in _operations()
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+    if negatable or mode is GenerationMode.POSITIVE
 ]
 
 
-@pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
-@pytest.mark.parametrize("operation_id", OPERATIONS)
+@pytest.mark.parametrize(("operation_id", "mode"), CASES)
 def test_generated_requests(harness: Harness, operation_id: str, mode: GenerationMode):
     project_id = harness.new_project()
     session_id = harness.new_session(project_id)

@@ -634,10 +634,12 @@ async def test_null_in_a_required_llm_model_config_field_is_422(make_settings):
         )
 
 
-async def test_switching_to_openai_without_base_url_is_422(make_settings):
+async def test_switching_to_openai_without_base_url_conflicts_with_the_stored_configuration(make_settings):
+    """Each field sent is valid (the update schema takes `provider: openai` alone); the configuration it would
+    leave is not: 409 `conflict`, and nothing changes."""
     [(response, kept)] = await _put_on_the_seeded_config(make_settings(), {"provider": "openai"})
-    assert response.status_code == 422, (response.status_code, response.text)
-    assert response.json()["code"] == "validation_error"
+    assert response.status_code == 409, (response.status_code, response.text)
+    assert response.json()["code"] == "conflict" and "needs a base_url" in response.json()["message"]
     assert (kept["config"]["provider"], kept["config"]["base_url"]) == ("fake", None)
 
 

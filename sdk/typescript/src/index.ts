@@ -17,6 +17,7 @@ import type {
   ConversationHistory,
   LlmModelConfig,
   LlmModelConfigCreate,
+  LlmModelConfigUpdate,
   LlmModelConfigList,
   OpenaiChatCompletionChunk,
   OpenaiChatCompletionCreateParamsStreaming,
@@ -156,6 +157,12 @@ export class CopilotClient {
   async createLlmModelConfig(userId: string, config: LlmModelConfigCreate): Promise<LlmModelConfig> {
     const path = { user_id: userId };
     return (await api.createLlmModelConfig({ client: this.controller, throwOnError: true, path, body: config })).data;
+  }
+
+  /** Changes the fields given; the configuration they make with the others must be one create would take. */
+  async updateLlmModelConfig(userId: string, configId: string, change: LlmModelConfigUpdate): Promise<LlmModelConfig> {
+    const path = { user_id: userId, config_id: configId };
+    return (await api.updateLlmModelConfig({ client: this.controller, throwOnError: true, path, body: change })).data;
   }
 
   async deleteLlmModelConfig(userId: string, configId: string): Promise<void> {

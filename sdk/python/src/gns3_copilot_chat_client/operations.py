@@ -16,6 +16,7 @@ from .models.api.controller_credentials import Credentials
 from .models.api.controller_llm_model_config import LlmModelConfig
 from .models.api.controller_llm_model_config_create import LlmModelConfigCreate
 from .models.api.controller_llm_model_config_list import LlmModelConfigList
+from .models.api.controller_llm_model_config_update import LlmModelConfigUpdate
 from .models.api.controller_project import Project
 from .models.api.controller_project_create import ProjectCreate
 from .models.api.controller_token import Token
@@ -43,6 +44,7 @@ _GET_PROJECT: TypeAdapter[Project] = TypeAdapter(Project)
 _OPEN_PROJECT: TypeAdapter[Project] = TypeAdapter(Project)
 _LIST_LLM_MODEL_CONFIGS: TypeAdapter[LlmModelConfigList] = TypeAdapter(LlmModelConfigList)
 _CREATE_LLM_MODEL_CONFIG: TypeAdapter[LlmModelConfig] = TypeAdapter(LlmModelConfig)
+_UPDATE_LLM_MODEL_CONFIG: TypeAdapter[LlmModelConfig] = TypeAdapter(LlmModelConfig)
 
 
 class SyncOperations(ABC):
@@ -219,6 +221,22 @@ class SyncOperations(ABC):
         answer = self._call(
             Request("POST", "/v3/access/users/{user_id}/llm-model-configs", False, {"user_id": user_id}, {}, body),
             _CREATE_LLM_MODEL_CONFIG,
+        )
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    def update_llm_model_config(self, user_id: str, config_id: str, body: LlmModelConfigUpdate) -> LlmModelConfig:
+        """Change some fields of one of a user's LLM configurations (PUT /v3/access/users/{user_id}/llm-model-configs/{config_id}; 200)."""
+        answer = self._call(
+            Request(
+                "PUT",
+                "/v3/access/users/{user_id}/llm-model-configs/{config_id}",
+                False,
+                {"user_id": user_id, "config_id": config_id},
+                {},
+                body,
+            ),
+            _UPDATE_LLM_MODEL_CONFIG,
         )
         assert answer is not None  # a success of this operation always has a body
         return answer
@@ -418,6 +436,22 @@ class AsyncOperations(ABC):
         answer = await self._call(
             Request("POST", "/v3/access/users/{user_id}/llm-model-configs", False, {"user_id": user_id}, {}, body),
             _CREATE_LLM_MODEL_CONFIG,
+        )
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    async def update_llm_model_config(self, user_id: str, config_id: str, body: LlmModelConfigUpdate) -> LlmModelConfig:
+        """Change some fields of one of a user's LLM configurations (PUT /v3/access/users/{user_id}/llm-model-configs/{config_id}; 200)."""
+        answer = await self._call(
+            Request(
+                "PUT",
+                "/v3/access/users/{user_id}/llm-model-configs/{config_id}",
+                False,
+                {"user_id": user_id, "config_id": config_id},
+                {},
+                body,
+            ),
+            _UPDATE_LLM_MODEL_CONFIG,
         )
         assert answer is not None  # a success of this operation always has a body
         return answer

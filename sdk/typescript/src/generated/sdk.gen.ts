@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { AbortSessionTurnData, AbortSessionTurnErrors, AbortSessionTurnResponses, AgUiRunData, AgUiRunErrors, AgUiRunResponse, AgUiRunResponses, AuthenticateData, AuthenticateErrors, AuthenticateResponses, CloseProjectData, CloseProjectErrors, CloseProjectResponses, CreateLlmModelConfigData, CreateLlmModelConfigErrors, CreateLlmModelConfigResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, DeleteLlmModelConfigData, DeleteLlmModelConfigErrors, DeleteLlmModelConfigResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, GetCurrentUserData, GetCurrentUserErrors, GetCurrentUserResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetVersionData, GetVersionResponses, ListLlmModelConfigsData, ListLlmModelConfigsErrors, ListLlmModelConfigsResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, OpenaiChatCompletionsData, OpenaiChatCompletionsErrors, OpenaiChatCompletionsResponses, OpenaiListModelsData, OpenaiListModelsErrors, OpenaiListModelsResponses, OpenaiResponsesData, OpenaiResponsesErrors, OpenaiResponsesResponses, OpenProjectData, OpenProjectErrors, OpenProjectResponses, PinSessionData, PinSessionErrors, PinSessionResponses, RenameSessionData, RenameSessionErrors, RenameSessionResponses, StreamChatData, StreamChatErrors, StreamChatResponse, StreamChatResponses, UiMessageStreamData, UiMessageStreamErrors, UiMessageStreamResponse, UiMessageStreamResponses, UiSessionMessagesData, UiSessionMessagesErrors, UiSessionMessagesResponses, UnpinSessionData, UnpinSessionErrors, UnpinSessionResponses } from './types.gen.js';
+import type { AbortSessionTurnData, AbortSessionTurnErrors, AbortSessionTurnResponses, AgUiRunData, AgUiRunErrors, AgUiRunResponse, AgUiRunResponses, AuthenticateData, AuthenticateErrors, AuthenticateResponses, CloseProjectData, CloseProjectErrors, CloseProjectResponses, CreateLlmModelConfigData, CreateLlmModelConfigErrors, CreateLlmModelConfigResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, DeleteLlmModelConfigData, DeleteLlmModelConfigErrors, DeleteLlmModelConfigResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, GetCurrentUserData, GetCurrentUserErrors, GetCurrentUserResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetVersionData, GetVersionResponses, ListLlmModelConfigsData, ListLlmModelConfigsErrors, ListLlmModelConfigsResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, OpenaiChatCompletionsData, OpenaiChatCompletionsErrors, OpenaiChatCompletionsResponses, OpenaiListModelsData, OpenaiListModelsErrors, OpenaiListModelsResponses, OpenaiResponsesData, OpenaiResponsesErrors, OpenaiResponsesResponses, OpenProjectData, OpenProjectErrors, OpenProjectResponses, PinSessionData, PinSessionErrors, PinSessionResponses, RenameSessionData, RenameSessionErrors, RenameSessionResponses, StreamChatData, StreamChatErrors, StreamChatResponse, StreamChatResponses, UiMessageStreamData, UiMessageStreamErrors, UiMessageStreamResponse, UiMessageStreamResponses, UiSessionMessagesData, UiSessionMessagesErrors, UiSessionMessagesResponses, UnpinSessionData, UnpinSessionErrors, UnpinSessionResponses, UpdateLlmModelConfigData, UpdateLlmModelConfigErrors, UpdateLlmModelConfigResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -319,4 +319,17 @@ export const deleteLlmModelConfig = <ThrowOnError extends boolean = false>(optio
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v3/access/users/{user_id}/llm-model-configs/{config_id}',
     ...options
+});
+
+/**
+ * Change some fields of one of a user's LLM configurations
+ */
+export const updateLlmModelConfig = <ThrowOnError extends boolean = false>(options: Options<UpdateLlmModelConfigData, ThrowOnError>): RequestResult<UpdateLlmModelConfigResponses, UpdateLlmModelConfigErrors, ThrowOnError> => (options.client ?? client).put<UpdateLlmModelConfigResponses, UpdateLlmModelConfigErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/users/{user_id}/llm-model-configs/{config_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
 });

@@ -2192,7 +2192,7 @@ export type ConversationHistory = {
 /**
  * Credentials
  *
- * `POST /v3/access/users/authenticate`: a user's name and password.
+ * `POST /v3/access/users/authenticate`: a user's name and password. Other members are ignored, as gns3-server ignores them.
  */
 export type Credentials = {
     username: string;
@@ -2333,7 +2333,7 @@ export type LlmModelConfig = {
 /**
  * LlmModelConfigCreate
  *
- * `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned. With `provider: openai`, `base_url` is required and not empty (the server has nowhere else to send the model's requests).
+ * `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned. With `provider: openai`, `base_url` is required (the server has nowhere else to send the model's requests).
  */
 export type LlmModelConfigCreate = {
     name: string;
@@ -2344,7 +2344,7 @@ export type LlmModelConfigCreate = {
      */
     provider: 'openai' | 'fake';
     /**
-     * The OpenAI-compatible server's base URL; the client POSTs to `{base_url}/chat/completions`.
+     * The OpenAI-compatible server's base URL (never empty); the client POSTs to `{base_url}/chat/completions`.
      */
     base_url?: string | null;
     model: string;
@@ -2371,6 +2371,26 @@ export type LlmModelConfigList = {
     configs: Array<LlmModelConfig>;
     default_config: LlmModelConfig | null;
     total?: number;
+};
+
+/**
+ * LlmModelConfigUpdate
+ *
+ * `PUT /v3/access/users/{user_id}/llm-model-configs/{config_id}`: the fields to change, each as `LlmModelConfigCreate` takes it; the others keep their values. A change that would leave the configuration one `POST` would refuse (`provider: openai` without a `base_url`) conflicts with it: 409 `conflict`. `api_key: null` removes the key.
+ */
+export type LlmModelConfigUpdate = {
+    name?: ControllerLlmModelConfigCreateName;
+    model_type?: ControllerLlmModelConfigCreateModelType;
+    is_default?: ControllerLlmModelConfigCreateIsDefault;
+    provider?: ControllerLlmModelConfigCreateProvider;
+    base_url?: ControllerLlmModelConfigCreateBaseUrl;
+    model?: ControllerLlmModelConfigCreateModel;
+    temperature?: ControllerLlmModelConfigCreateTemperature;
+    api_key?: ControllerLlmModelConfigCreateApiKey;
+    max_tokens?: ControllerLlmModelConfigCreateMaxTokens;
+    context_limit?: ControllerLlmModelConfigCreateContextLimit;
+    context_strategy?: ControllerLlmModelConfigCreateContextStrategy;
+    copilot_mode?: ControllerLlmModelConfigCreateCopilotMode;
 };
 
 /**
@@ -2981,6 +3001,1004 @@ export type OpenaiChatCompletionChunkTopLogprob = {
      */
     token: string;
     [key: string]: unknown;
+};
+
+/**
+ * CompletionCreateParamsNonStreaming
+ */
+export type OpenaiChatCompletionCreateParamsNonStreaming = {
+    audio?: OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAudioParam | null;
+    /**
+     * Frequency Penalty
+     */
+    frequency_penalty?: number | null;
+    /**
+     * Function Call
+     */
+    function_call?: 'none' | 'auto' | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionFunctionCallOptionParam;
+    /**
+     * Functions
+     */
+    functions?: Array<OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatCompletionCreateParamsFunction>;
+    /**
+     * Logit Bias
+     */
+    logit_bias?: {
+        [key: string]: number;
+    } | null;
+    /**
+     * Logprobs
+     */
+    logprobs?: boolean | null;
+    /**
+     * Max Completion Tokens
+     */
+    max_completion_tokens?: number | null;
+    /**
+     * Max Tokens
+     */
+    max_tokens?: number | null;
+    /**
+     * Messages
+     */
+    messages: Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionDeveloperMessageParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionSystemMessageParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionUserMessageParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAssistantMessageParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionToolMessageParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionFunctionMessageParam>;
+    /**
+     * Metadata
+     */
+    metadata?: {
+        [key: string]: string;
+    } | null;
+    /**
+     * Modalities
+     */
+    modalities?: Array<'text' | 'audio'> | null;
+    /**
+     * Model
+     */
+    model: string | 'gpt-6-astra' | 'gpt-6.2-astra' | 'gpt-6.1-sol' | 'gpt-6.2-sol' | 'gpt-6.1-terra' | 'gpt-6-sol' | 'gpt-6-luna' | 'gpt-5.6-sol' | 'gpt-5.6-terra' | 'gpt-5.6-luna' | 'gpt-5.5' | 'gpt-5.5-2026-04-23' | 'gpt-5.4' | 'gpt-5.4-mini' | 'gpt-5.4-nano' | 'gpt-5.4-mini-2026-03-17' | 'gpt-5.4-nano-2026-03-17' | 'gpt-5.3-chat-latest' | 'gpt-5.2' | 'gpt-5.2-2025-12-11' | 'gpt-5.2-chat-latest' | 'gpt-5.2-pro' | 'gpt-5.2-pro-2025-12-11' | 'gpt-5.1' | 'gpt-5.1-2025-11-13' | 'gpt-5.1-codex' | 'gpt-5.1-mini' | 'gpt-5.1-chat-latest' | 'gpt-5' | 'gpt-5-mini' | 'gpt-5-nano' | 'gpt-5-2025-08-07' | 'gpt-5-mini-2025-08-07' | 'gpt-5-nano-2025-08-07' | 'gpt-5-chat-latest' | 'gpt-4.1' | 'gpt-4.1-mini' | 'gpt-4.1-nano' | 'gpt-4.1-2025-04-14' | 'gpt-4.1-mini-2025-04-14' | 'gpt-4.1-nano-2025-04-14' | 'o4-mini' | 'o4-mini-2025-04-16' | 'o3' | 'o3-2025-04-16' | 'o3-mini' | 'o3-mini-2025-01-31' | 'o1' | 'o1-2024-12-17' | 'o1-preview' | 'o1-preview-2024-09-12' | 'o1-mini' | 'o1-mini-2024-09-12' | 'gpt-4o' | 'gpt-4o-2024-11-20' | 'gpt-4o-2024-08-06' | 'gpt-4o-2024-05-13' | 'gpt-audio-mini' | 'gpt-audio-mini-2025-12-15' | 'gpt-4o-audio-preview' | 'gpt-4o-audio-preview-2024-10-01' | 'gpt-4o-audio-preview-2024-12-17' | 'gpt-4o-audio-preview-2025-06-03' | 'gpt-4o-mini-audio-preview' | 'gpt-4o-mini-audio-preview-2024-12-17' | 'gpt-4o-search-preview' | 'gpt-4o-mini-search-preview' | 'gpt-4o-search-preview-2025-03-11' | 'gpt-4o-mini-search-preview-2025-03-11' | 'chatgpt-4o-latest' | 'codex-mini-latest' | 'gpt-4o-mini' | 'gpt-4o-mini-2024-07-18' | 'gpt-4-turbo' | 'gpt-4-turbo-2024-04-09' | 'gpt-4-0125-preview' | 'gpt-4-turbo-preview' | 'gpt-4-1106-preview' | 'gpt-4-vision-preview' | 'gpt-4' | 'gpt-4-0314' | 'gpt-4-0613' | 'gpt-4-32k' | 'gpt-4-32k-0314' | 'gpt-4-32k-0613' | 'gpt-3.5-turbo' | 'gpt-3.5-turbo-16k' | 'gpt-3.5-turbo-0301' | 'gpt-3.5-turbo-0613' | 'gpt-3.5-turbo-1106' | 'gpt-3.5-turbo-0125' | 'gpt-3.5-turbo-16k-0613';
+    moderation?: OpenaiChatCompletionCreateParamsNonStreamingModeration | null;
+    /**
+     * N
+     */
+    n?: number | null;
+    /**
+     * Parallel Tool Calls
+     */
+    parallel_tool_calls?: boolean;
+    prediction?: OpenaiChatCompletionCreateParamsNonStreamingChatCompletionPredictionContentParam | null;
+    /**
+     * Presence Penalty
+     */
+    presence_penalty?: number | null;
+    /**
+     * Prompt Cache Key
+     */
+    prompt_cache_key?: string | null;
+    prompt_cache_options?: OpenaiChatCompletionCreateParamsNonStreamingPromptCacheOptions;
+    /**
+     * Prompt Cache Retention
+     */
+    prompt_cache_retention?: 'in_memory' | '24h' | null;
+    /**
+     * Reasoning Effort
+     */
+    reasoning_effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null;
+    /**
+     * Response Format
+     */
+    response_format?: OpenaiChatCompletionCreateParamsNonStreamingResponseFormatText | OpenaiChatCompletionCreateParamsNonStreamingResponseFormatJsonSchema | OpenaiChatCompletionCreateParamsNonStreamingResponseFormatJsonObject;
+    /**
+     * Safety Identifier
+     */
+    safety_identifier?: string | null;
+    /**
+     * Seed
+     */
+    seed?: number | null;
+    /**
+     * Service Tier
+     */
+    service_tier?: 'auto' | 'default' | 'flex' | 'scale' | 'priority' | 'fast' | null;
+    /**
+     * Stop
+     */
+    stop?: string | Array<string> | null;
+    /**
+     * Store
+     */
+    store?: boolean | null;
+    /**
+     * Stream
+     */
+    stream?: false | null;
+    stream_options?: OpenaiChatCompletionCreateParamsNonStreamingChatCompletionStreamOptionsParam | null;
+    /**
+     * Temperature
+     */
+    temperature?: number | null;
+    /**
+     * Tool Choice
+     */
+    tool_choice?: 'none' | 'auto' | 'required' | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAllowedToolChoiceParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionNamedToolChoiceParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionNamedToolChoiceCustomParam;
+    /**
+     * Tools
+     */
+    tools?: Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionFunctionToolParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionCustomToolParam>;
+    /**
+     * Top Logprobs
+     */
+    top_logprobs?: number | null;
+    /**
+     * Top P
+     */
+    top_p?: number | null;
+    /**
+     * User
+     */
+    user?: string;
+    /**
+     * Verbosity
+     */
+    verbosity?: 'low' | 'medium' | 'high' | null;
+    web_search_options?: OpenaiChatCompletionCreateParamsNonStreamingWebSearchOptions;
+};
+
+/**
+ * Audio
+ *
+ * Data about a previous audio response from the model.
+ * [Learn more](https://developers.openai.com/api/docs/guides/audio).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingAudio = {
+    /**
+     * Id
+     */
+    id: string;
+};
+
+/**
+ * ChatCompletionAllowedToolChoiceParam
+ *
+ * Constrains the tools available to the model to a pre-defined set.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAllowedToolChoiceParam = {
+    allowed_tools: OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAllowedToolsParam;
+    /**
+     * Type
+     */
+    type: 'allowed_tools';
+};
+
+/**
+ * ChatCompletionAllowedToolsParam
+ *
+ * Constrains the tools available to the model to a pre-defined set.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAllowedToolsParam = {
+    /**
+     * Mode
+     */
+    mode: 'auto' | 'required';
+    /**
+     * Tools
+     */
+    tools: Array<{
+        [key: string]: unknown;
+    }>;
+};
+
+/**
+ * ChatCompletionAssistantMessageParam
+ *
+ * Messages sent by the model in response to user messages.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAssistantMessageParam = {
+    audio?: OpenaiChatCompletionCreateParamsNonStreamingAudio | null;
+    /**
+     * Content
+     */
+    content?: string | Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartRefusalParam> | null;
+    function_call?: OpenaiChatCompletionCreateParamsNonStreamingFunctionCall | null;
+    /**
+     * Name
+     */
+    name?: string;
+    /**
+     * Refusal
+     */
+    refusal?: string | null;
+    /**
+     * Role
+     */
+    role: 'assistant';
+    /**
+     * Tool Calls
+     */
+    tool_calls?: Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionMessageFunctionToolCallParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionMessageCustomToolCallParam>;
+};
+
+/**
+ * ChatCompletionAudioParam
+ *
+ * Parameters for audio output.
+ *
+ * Required when audio output is requested with
+ * `modalities: ["audio"]`. [Learn more](https://developers.openai.com/api/docs/guides/audio).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionAudioParam = {
+    /**
+     * Format
+     */
+    format: 'wav' | 'aac' | 'mp3' | 'flac' | 'opus' | 'pcm16';
+    /**
+     * Voice
+     */
+    voice: string | 'alloy' | 'ash' | 'ballad' | 'coral' | 'echo' | 'sage' | 'shimmer' | 'verse' | 'marin' | 'cedar' | OpenaiChatCompletionCreateParamsNonStreamingVoiceId;
+};
+
+/**
+ * ChatCompletionContentPartImageParam
+ *
+ * Learn about [image inputs](https://developers.openai.com/api/docs/guides/images-vision).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartImageParam = {
+    image_url: OpenaiChatCompletionCreateParamsNonStreamingImageUrl;
+    prompt_cache_breakpoint?: OpenaiChatCompletionCreateParamsNonStreamingPromptCacheBreakpoint;
+    /**
+     * Type
+     */
+    type: 'image_url';
+};
+
+/**
+ * ChatCompletionContentPartInputAudioParam
+ *
+ * Learn about [audio inputs](https://developers.openai.com/api/docs/guides/audio).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartInputAudioParam = {
+    input_audio: OpenaiChatCompletionCreateParamsNonStreamingInputAudio;
+    prompt_cache_breakpoint?: OpenaiChatCompletionCreateParamsNonStreamingPromptCacheBreakpoint;
+    /**
+     * Type
+     */
+    type: 'input_audio';
+};
+
+/**
+ * ChatCompletionContentPartRefusalParam
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartRefusalParam = {
+    /**
+     * Refusal
+     */
+    refusal: string;
+    /**
+     * Type
+     */
+    type: 'refusal';
+};
+
+/**
+ * ChatCompletionContentPartTextParam
+ *
+ * Learn about [text inputs](https://developers.openai.com/api/docs/guides/text).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam = {
+    prompt_cache_breakpoint?: OpenaiChatCompletionCreateParamsNonStreamingPromptCacheBreakpoint;
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'text';
+};
+
+/**
+ * ChatCompletionCustomToolParam
+ *
+ * A custom tool that processes input using a specified format.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionCustomToolParam = {
+    custom: OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionCustomToolParamCustom;
+    /**
+     * Type
+     */
+    type: 'custom';
+};
+
+/**
+ * ChatCompletionDeveloperMessageParam
+ *
+ * Developer-provided instructions that the model should follow, regardless of
+ * messages sent by the user. With o1 models and newer, `developer` messages
+ * replace the previous `system` messages.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionDeveloperMessageParam = {
+    /**
+     * Content
+     */
+    content: string | Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam>;
+    /**
+     * Name
+     */
+    name?: string;
+    /**
+     * Role
+     */
+    role: 'developer';
+};
+
+/**
+ * ChatCompletionFunctionCallOptionParam
+ *
+ * Specifying a particular function via `{"name": "my_function"}` forces the model to call that function.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionFunctionCallOptionParam = {
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * ChatCompletionFunctionMessageParam
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionFunctionMessageParam = {
+    /**
+     * Content
+     */
+    content: string | null;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Role
+     */
+    role: 'function';
+};
+
+/**
+ * ChatCompletionFunctionToolParam
+ *
+ * A function tool that can be used to generate a response.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionFunctionToolParam = {
+    function: OpenaiChatCompletionCreateParamsNonStreamingFunctionDefinition;
+    /**
+     * Type
+     */
+    type: 'function';
+};
+
+/**
+ * ChatCompletionMessageCustomToolCallParam
+ *
+ * A call to a custom tool created by the model.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionMessageCustomToolCallParam = {
+    custom: OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionMessageCustomToolCallParamCustom;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Type
+     */
+    type: 'custom';
+};
+
+/**
+ * ChatCompletionMessageFunctionToolCallParam
+ *
+ * A call to a function tool created by the model.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionMessageFunctionToolCallParam = {
+    function: OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionMessageFunctionToolCallParamFunction;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Type
+     */
+    type: 'function';
+};
+
+/**
+ * ChatCompletionNamedToolChoiceCustomParam
+ *
+ * Specifies a tool the model should use.
+ *
+ * Use to force the model to call a specific custom tool.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionNamedToolChoiceCustomParam = {
+    custom: OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionNamedToolChoiceCustomParamCustom;
+    /**
+     * Type
+     */
+    type: 'custom';
+};
+
+/**
+ * ChatCompletionNamedToolChoiceParam
+ *
+ * Specifies a tool the model should use.
+ *
+ * Use to force the model to call a specific function.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionNamedToolChoiceParam = {
+    function: OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionNamedToolChoiceParamFunction;
+    /**
+     * Type
+     */
+    type: 'function';
+};
+
+/**
+ * ChatCompletionPredictionContentParam
+ *
+ * Static predicted output content, such as the content of a text file that is
+ * being regenerated.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionPredictionContentParam = {
+    /**
+     * Content
+     */
+    content: string | Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam>;
+    /**
+     * Type
+     */
+    type: 'content';
+};
+
+/**
+ * ChatCompletionStreamOptionsParam
+ *
+ * Options for streaming response. Only set this when you set `stream: true`.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionStreamOptionsParam = {
+    /**
+     * Include Obfuscation
+     */
+    include_obfuscation?: boolean;
+    /**
+     * Include Usage
+     */
+    include_usage?: boolean;
+};
+
+/**
+ * ChatCompletionSystemMessageParam
+ *
+ * Developer-provided instructions that the model should follow, regardless of
+ * messages sent by the user. With o1 models and newer, use `developer` messages
+ * for this purpose instead.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionSystemMessageParam = {
+    /**
+     * Content
+     */
+    content: string | Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam>;
+    /**
+     * Name
+     */
+    name?: string;
+    /**
+     * Role
+     */
+    role: 'system';
+};
+
+/**
+ * ChatCompletionToolMessageParam
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionToolMessageParam = {
+    /**
+     * Content
+     */
+    content: string | Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam>;
+    /**
+     * Role
+     */
+    role: 'tool';
+    /**
+     * Tool Call Id
+     */
+    tool_call_id: string;
+};
+
+/**
+ * ChatCompletionUserMessageParam
+ *
+ * Messages sent by an end user, containing prompts or additional context
+ * information.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingChatCompletionUserMessageParam = {
+    /**
+     * Content
+     */
+    content: string | Array<OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartTextParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartImageParam | OpenaiChatCompletionCreateParamsNonStreamingChatCompletionContentPartInputAudioParam | OpenaiChatCompletionCreateParamsNonStreamingFile>;
+    /**
+     * Name
+     */
+    name?: string;
+    /**
+     * Role
+     */
+    role: 'user';
+};
+
+/**
+ * CustomFormatGrammar
+ *
+ * A grammar defined by the user.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingCustomFormatGrammar = {
+    grammar: OpenaiChatCompletionCreateParamsNonStreamingCustomFormatGrammarGrammar;
+    /**
+     * Type
+     */
+    type: 'grammar';
+};
+
+/**
+ * CustomFormatGrammarGrammar
+ *
+ * Your chosen grammar.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingCustomFormatGrammarGrammar = {
+    /**
+     * Definition
+     */
+    definition: string;
+    /**
+     * Syntax
+     */
+    syntax: 'lark' | 'regex';
+};
+
+/**
+ * CustomFormatText
+ *
+ * Unconstrained free-form text.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingCustomFormatText = {
+    /**
+     * Type
+     */
+    type: 'text';
+};
+
+/**
+ * File
+ *
+ * Learn about [file inputs](https://developers.openai.com/api/docs/guides/text) for text generation.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingFile = {
+    file: OpenaiChatCompletionCreateParamsNonStreamingFileFile;
+    prompt_cache_breakpoint?: OpenaiChatCompletionCreateParamsNonStreamingFilePromptCacheBreakpoint;
+    /**
+     * Type
+     */
+    type: 'file';
+};
+
+/**
+ * FileFile
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingFileFile = {
+    /**
+     * File Data
+     */
+    file_data?: string;
+    /**
+     * File Id
+     */
+    file_id?: string;
+    /**
+     * Filename
+     */
+    filename?: string;
+};
+
+/**
+ * FilePromptCacheBreakpoint
+ *
+ * Marks the exact end of a reusable prompt prefix.
+ *
+ * When `ttl` is omitted, the breakpoint inherits the request's `prompt_cache_options.ttl`; the boundary is not rounded to a token block.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingFilePromptCacheBreakpoint = {
+    /**
+     * Mode
+     */
+    mode: 'explicit';
+    /**
+     * Ttl
+     */
+    ttl?: '30m' | '12h';
+};
+
+/**
+ * FunctionCall
+ *
+ * Deprecated and replaced by `tool_calls`.
+ *
+ * The name and arguments of a function that should be called, as generated by the model.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingFunctionCall = {
+    /**
+     * Arguments
+     */
+    arguments: string;
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * FunctionDefinition
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingFunctionDefinition = {
+    /**
+     * Description
+     */
+    description?: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Parameters
+     */
+    parameters?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Strict
+     */
+    strict?: boolean | null;
+};
+
+/**
+ * ImageURL
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingImageUrl = {
+    /**
+     * Detail
+     */
+    detail?: 'auto' | 'low' | 'high' | 'original';
+    /**
+     * Url
+     */
+    url: string;
+};
+
+/**
+ * InputAudio
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingInputAudio = {
+    /**
+     * Data
+     */
+    data: string;
+    /**
+     * Format
+     */
+    format: 'wav' | 'mp3';
+};
+
+/**
+ * JSONSchema
+ *
+ * Structured Outputs configuration options, including a JSON Schema.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingJsonSchema = {
+    /**
+     * Description
+     */
+    description?: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Schema
+     */
+    schema?: {
+        [key: string]: unknown;
+    };
+    /**
+     * Strict
+     */
+    strict?: boolean | null;
+};
+
+/**
+ * Moderation
+ *
+ * Configuration for running moderation on the request input and generated output.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingModeration = {
+    /**
+     * Model
+     */
+    model: string;
+    policy?: OpenaiChatCompletionCreateParamsNonStreamingModerationPolicy | null;
+};
+
+/**
+ * ModerationPolicy
+ *
+ * The policy to apply to moderated response input and output.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingModerationPolicy = {
+    input?: OpenaiChatCompletionCreateParamsNonStreamingModerationPolicyInput | null;
+    output?: OpenaiChatCompletionCreateParamsNonStreamingModerationPolicyOutput | null;
+};
+
+/**
+ * ModerationPolicyInput
+ *
+ * The moderation policy for the response input.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingModerationPolicyInput = {
+    /**
+     * Mode
+     */
+    mode: 'score' | 'block';
+};
+
+/**
+ * ModerationPolicyOutput
+ *
+ * The moderation policy for the response output.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingModerationPolicyOutput = {
+    /**
+     * Mode
+     */
+    mode: 'score' | 'block';
+};
+
+/**
+ * PromptCacheBreakpoint
+ *
+ * Marks the exact end of a reusable prompt prefix.
+ *
+ * When `ttl` is omitted, the breakpoint inherits the request's `prompt_cache_options.ttl`; the boundary is not rounded to a token block.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingPromptCacheBreakpoint = {
+    /**
+     * Mode
+     */
+    mode: 'explicit';
+    /**
+     * Ttl
+     */
+    ttl?: '30m' | '12h';
+};
+
+/**
+ * PromptCacheOptions
+ *
+ * Options for prompt caching.
+ *
+ * Supported for `gpt-5.6` and later models. By default, OpenAI automatically chooses one implicit cache breakpoint. You can add explicit breakpoints to content blocks with `prompt_cache_breakpoint`. Each request can write up to four breakpoints. For cache matching, OpenAI considers up to the latest 80 breakpoints in the conversation, without a content-block lookback limit. Set `mode` to `explicit` to disable the implicit breakpoint. The `ttl` defaults to `30m`. Supported lifetimes depend on the API. See the [prompt caching guide](https://developers.openai.com/api/docs/guides/prompt-caching) for current details.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingPromptCacheOptions = {
+    /**
+     * Mode
+     */
+    mode?: 'implicit' | 'explicit';
+    /**
+     * Ttl
+     */
+    ttl?: '30m';
+};
+
+/**
+ * ResponseFormatJSONObject
+ *
+ * JSON object response format.
+ *
+ * An older method of generating JSON responses.
+ * Using `json_schema` is recommended for models that support it. Note that the
+ * model will not generate JSON without a system or user message instructing it
+ * to do so.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingResponseFormatJsonObject = {
+    /**
+     * Type
+     */
+    type: 'json_object';
+};
+
+/**
+ * ResponseFormatJSONSchema
+ *
+ * JSON Schema response format.
+ *
+ * Used to generate structured JSON responses.
+ * Learn more about [Structured Outputs](https://developers.openai.com/api/docs/guides/structured-outputs).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingResponseFormatJsonSchema = {
+    json_schema: OpenaiChatCompletionCreateParamsNonStreamingJsonSchema;
+    /**
+     * Type
+     */
+    type: 'json_schema';
+};
+
+/**
+ * ResponseFormatText
+ *
+ * Default response format. Used to generate text responses.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingResponseFormatText = {
+    /**
+     * Type
+     */
+    type: 'text';
+};
+
+/**
+ * VoiceID
+ *
+ * Custom voice reference.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingVoiceId = {
+    /**
+     * Id
+     */
+    id: string;
+};
+
+/**
+ * WebSearchOptions
+ *
+ * This tool searches the web for relevant results to use in a response.
+ * Learn more about the [web search tool](https://developers.openai.com/api/docs/guides/tools-web-search).
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingWebSearchOptions = {
+    /**
+     * Search Context Size
+     */
+    search_context_size?: 'low' | 'medium' | 'high';
+    user_location?: OpenaiChatCompletionCreateParamsNonStreamingWebSearchOptionsUserLocation | null;
+};
+
+/**
+ * WebSearchOptionsUserLocation
+ *
+ * Approximate location parameters for the search.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingWebSearchOptionsUserLocation = {
+    approximate: OpenaiChatCompletionCreateParamsNonStreamingWebSearchOptionsUserLocationApproximate;
+    /**
+     * Type
+     */
+    type: 'approximate';
+};
+
+/**
+ * WebSearchOptionsUserLocationApproximate
+ *
+ * Approximate location parameters for the search.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingWebSearchOptionsUserLocationApproximate = {
+    /**
+     * City
+     */
+    city?: string;
+    /**
+     * Country
+     */
+    country?: string;
+    /**
+     * Region
+     */
+    region?: string;
+    /**
+     * Timezone
+     */
+    timezone?: string;
+};
+
+/**
+ * Custom
+ *
+ * Properties of the custom tool.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionCustomToolParamCustom = {
+    /**
+     * Description
+     */
+    description?: string;
+    /**
+     * Format
+     */
+    format?: OpenaiChatCompletionCreateParamsNonStreamingCustomFormatText | OpenaiChatCompletionCreateParamsNonStreamingCustomFormatGrammar;
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * Custom
+ *
+ * The custom tool that the model called.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionMessageCustomToolCallParamCustom = {
+    /**
+     * Input
+     */
+    input: string;
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * Function
+ *
+ * The function that the model called.
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionMessageFunctionToolCallParamFunction = {
+    /**
+     * Arguments
+     */
+    arguments: string;
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * Custom
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionNamedToolChoiceCustomParamCustom = {
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * Function
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatChatCompletionNamedToolChoiceParamFunction = {
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * Function
+ */
+export type OpenaiChatCompletionCreateParamsNonStreamingOpenaiTypesChatCompletionCreateParamsFunction = {
+    /**
+     * Description
+     */
+    description?: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Parameters
+     */
+    parameters?: {
+        [key: string]: unknown;
+    };
 };
 
 /**
@@ -4659,6 +5677,4307 @@ export type OpenaiResponse = {
      */
     user?: string | null;
     [key: string]: unknown;
+};
+
+/**
+ * ResponseCreateParamsNonStreaming
+ */
+export type OpenaiResponseCreateParamsNonStreaming = {
+    access_programs?: OpenaiResponseCreateParamsNonStreamingAccessPrograms;
+    /**
+     * Background
+     */
+    background?: boolean | null;
+    background_options?: OpenaiResponseCreateParamsNonStreamingBackgroundOptions;
+    /**
+     * Context Management
+     */
+    context_management?: Array<OpenaiResponseCreateParamsNonStreamingContextManagement> | null;
+    /**
+     * Conversation
+     */
+    conversation?: string | OpenaiResponseCreateParamsNonStreamingResponseConversationParamParam | null;
+    image?: OpenaiResponseCreateParamsNonStreamingImage;
+    /**
+     * Include
+     */
+    include?: Array<'file_search_call.results' | 'web_search_call.results' | 'web_search_call.action.sources' | 'message.input_image.image_url' | 'computer_call_output.output.image_url' | 'code_interpreter_call.outputs' | 'reasoning.encrypted_content' | 'message.output_text.logprobs'> | null;
+    /**
+     * Input
+     */
+    input?: string | Array<OpenaiResponseCreateParamsNonStreamingEasyInputMessageParam | OpenaiResponseCreateParamsNonStreamingMessage | OpenaiResponseCreateParamsNonStreamingResponseOutputMessageParam | OpenaiResponseCreateParamsNonStreamingResponseFileSearchToolCallParam | OpenaiResponseCreateParamsNonStreamingResponseComputerToolCallParam | OpenaiResponseCreateParamsNonStreamingComputerCallOutput | OpenaiResponseCreateParamsNonStreamingResponseFunctionWebSearchParam | OpenaiResponseCreateParamsNonStreamingResponseFunctionToolCallParam | OpenaiResponseCreateParamsNonStreamingFunctionCallOutput | OpenaiResponseCreateParamsNonStreamingToolSearchCall | OpenaiResponseCreateParamsNonStreamingResponseToolSearchOutputItemParamParam | OpenaiResponseCreateParamsNonStreamingAdditionalTools | OpenaiResponseCreateParamsNonStreamingResponseConfigurationUpdateItemParamParam | OpenaiResponseCreateParamsNonStreamingResponseReasoningItemParam | OpenaiResponseCreateParamsNonStreamingResponseCompactionItemParamParam | OpenaiResponseCreateParamsNonStreamingImageGenerationCall | OpenaiResponseCreateParamsNonStreamingResponseCodeInterpreterToolCallParam | OpenaiResponseCreateParamsNonStreamingLocalShellCall | OpenaiResponseCreateParamsNonStreamingLocalShellCallOutput | OpenaiResponseCreateParamsNonStreamingShellCall | OpenaiResponseCreateParamsNonStreamingShellCallOutput | OpenaiResponseCreateParamsNonStreamingApplyPatchCall | OpenaiResponseCreateParamsNonStreamingApplyPatchCallOutput | OpenaiResponseCreateParamsNonStreamingMcpListTools | OpenaiResponseCreateParamsNonStreamingMcpApprovalRequest | OpenaiResponseCreateParamsNonStreamingMcpApprovalResponse | OpenaiResponseCreateParamsNonStreamingMcpCall | OpenaiResponseCreateParamsNonStreamingResponseCustomToolCallOutputParam | OpenaiResponseCreateParamsNonStreamingResponseCustomToolCallParam | OpenaiResponseCreateParamsNonStreamingCompactionTrigger | OpenaiResponseCreateParamsNonStreamingItemReference | OpenaiResponseCreateParamsNonStreamingProgram | OpenaiResponseCreateParamsNonStreamingProgramOutput>;
+    /**
+     * Instructions
+     */
+    instructions?: string | null;
+    /**
+     * Max Output Tokens
+     */
+    max_output_tokens?: number | null;
+    /**
+     * Max Tool Calls
+     */
+    max_tool_calls?: number | null;
+    /**
+     * Metadata
+     */
+    metadata?: {
+        [key: string]: string;
+    } | null;
+    /**
+     * Model
+     */
+    model?: string | 'gpt-6-astra' | 'gpt-6.2-astra' | 'gpt-6.1-sol' | 'gpt-6.2-sol' | 'gpt-6.1-terra' | 'gpt-6-sol' | 'gpt-6-luna' | 'gpt-5.6-sol' | 'gpt-5.6-terra' | 'gpt-5.6-luna' | 'gpt-5.5' | 'gpt-5.5-2026-04-23' | 'gpt-5.4' | 'gpt-5.4-mini' | 'gpt-5.4-nano' | 'gpt-5.4-mini-2026-03-17' | 'gpt-5.4-nano-2026-03-17' | 'gpt-5.3-chat-latest' | 'gpt-5.2' | 'gpt-5.2-2025-12-11' | 'gpt-5.2-chat-latest' | 'gpt-5.2-pro' | 'gpt-5.2-pro-2025-12-11' | 'gpt-5.1' | 'gpt-5.1-2025-11-13' | 'gpt-5.1-codex' | 'gpt-5.1-mini' | 'gpt-5.1-chat-latest' | 'gpt-5' | 'gpt-5-mini' | 'gpt-5-nano' | 'gpt-5-2025-08-07' | 'gpt-5-mini-2025-08-07' | 'gpt-5-nano-2025-08-07' | 'gpt-5-chat-latest' | 'gpt-4.1' | 'gpt-4.1-mini' | 'gpt-4.1-nano' | 'gpt-4.1-2025-04-14' | 'gpt-4.1-mini-2025-04-14' | 'gpt-4.1-nano-2025-04-14' | 'o4-mini' | 'o4-mini-2025-04-16' | 'o3' | 'o3-2025-04-16' | 'o3-mini' | 'o3-mini-2025-01-31' | 'o1' | 'o1-2024-12-17' | 'o1-preview' | 'o1-preview-2024-09-12' | 'o1-mini' | 'o1-mini-2024-09-12' | 'gpt-4o' | 'gpt-4o-2024-11-20' | 'gpt-4o-2024-08-06' | 'gpt-4o-2024-05-13' | 'gpt-audio-mini' | 'gpt-audio-mini-2025-12-15' | 'gpt-4o-audio-preview' | 'gpt-4o-audio-preview-2024-10-01' | 'gpt-4o-audio-preview-2024-12-17' | 'gpt-4o-audio-preview-2025-06-03' | 'gpt-4o-mini-audio-preview' | 'gpt-4o-mini-audio-preview-2024-12-17' | 'gpt-4o-search-preview' | 'gpt-4o-mini-search-preview' | 'gpt-4o-search-preview-2025-03-11' | 'gpt-4o-mini-search-preview-2025-03-11' | 'chatgpt-4o-latest' | 'codex-mini-latest' | 'gpt-4o-mini' | 'gpt-4o-mini-2024-07-18' | 'gpt-4-turbo' | 'gpt-4-turbo-2024-04-09' | 'gpt-4-0125-preview' | 'gpt-4-turbo-preview' | 'gpt-4-1106-preview' | 'gpt-4-vision-preview' | 'gpt-4' | 'gpt-4-0314' | 'gpt-4-0613' | 'gpt-4-32k' | 'gpt-4-32k-0314' | 'gpt-4-32k-0613' | 'gpt-3.5-turbo' | 'gpt-3.5-turbo-16k' | 'gpt-3.5-turbo-0301' | 'gpt-3.5-turbo-0613' | 'gpt-3.5-turbo-1106' | 'gpt-3.5-turbo-0125' | 'gpt-3.5-turbo-16k-0613' | 'o1-pro' | 'o1-pro-2025-03-19' | 'o3-pro' | 'o3-pro-2025-06-10' | 'o3-deep-research' | 'o3-deep-research-2025-06-26' | 'o4-mini-deep-research' | 'o4-mini-deep-research-2025-06-26' | 'computer-use-preview' | 'computer-use-preview-2025-03-11' | 'gpt-5.5-pro' | 'gpt-5.5-pro-2026-04-23' | 'gpt-5-codex' | 'gpt-5-pro' | 'gpt-5-pro-2025-10-06' | 'gpt-5.1-codex-max' | 'gpt-daybreak-blue-latest' | 'gpt-daybreak-red-latest' | 'gpt-5.6-cyber' | 'gpt-6-cyber' | 'gpt-rosalind-research' | 'gpt-6-rosalind' | 'gpt-6.2-astra-law';
+    moderation?: OpenaiResponseCreateParamsNonStreamingModeration | null;
+    /**
+     * Parallel Tool Calls
+     */
+    parallel_tool_calls?: boolean | null;
+    /**
+     * Previous Response Id
+     */
+    previous_response_id?: string | null;
+    prompt?: OpenaiResponseCreateParamsNonStreamingResponsePromptParam | null;
+    /**
+     * Prompt Cache Key
+     */
+    prompt_cache_key?: string | null;
+    prompt_cache_options?: OpenaiResponseCreateParamsNonStreamingPromptCacheOptions;
+    /**
+     * Prompt Cache Retention
+     */
+    prompt_cache_retention?: 'in_memory' | '24h' | null;
+    reasoning?: OpenaiResponseCreateParamsNonStreamingOpenaiTypesSharedParamsReasoningReasoning | null;
+    /**
+     * Safety Identifier
+     */
+    safety_identifier?: string | null;
+    /**
+     * Service Tier
+     */
+    service_tier?: 'auto' | 'default' | 'flex' | 'scale' | 'priority' | 'fast' | 'ultrafast' | null;
+    /**
+     * Store
+     */
+    store?: boolean | null;
+    /**
+     * Stream
+     */
+    stream?: false | null;
+    stream_options?: OpenaiResponseCreateParamsNonStreamingStreamOptions | null;
+    /**
+     * Temperature
+     */
+    temperature?: number | null;
+    text?: OpenaiResponseCreateParamsNonStreamingResponseTextConfigParam;
+    /**
+     * Tool Choice
+     */
+    tool_choice?: 'none' | 'auto' | 'required' | OpenaiResponseCreateParamsNonStreamingToolChoiceAllowedParam | OpenaiResponseCreateParamsNonStreamingToolChoiceTypesParam | OpenaiResponseCreateParamsNonStreamingToolChoiceFunctionParam | OpenaiResponseCreateParamsNonStreamingToolChoiceMcpParam | OpenaiResponseCreateParamsNonStreamingToolChoiceCustomParam | OpenaiResponseCreateParamsNonStreamingToolChoiceSpecificProgrammaticToolCallingParam | OpenaiResponseCreateParamsNonStreamingToolChoiceApplyPatchParam | OpenaiResponseCreateParamsNonStreamingToolChoiceShellParam;
+    /**
+     * Tools
+     */
+    tools?: Array<OpenaiResponseCreateParamsNonStreamingFunctionToolParam | OpenaiResponseCreateParamsNonStreamingFileSearchToolParam | OpenaiResponseCreateParamsNonStreamingComputerToolParam | OpenaiResponseCreateParamsNonStreamingComputerUsePreviewToolParam | OpenaiResponseCreateParamsNonStreamingWebSearchToolParam | OpenaiResponseCreateParamsNonStreamingMcp | OpenaiResponseCreateParamsNonStreamingCodeInterpreter | OpenaiResponseCreateParamsNonStreamingProgrammaticToolCalling | OpenaiResponseCreateParamsNonStreamingImageGeneration | OpenaiResponseCreateParamsNonStreamingLocalShell | OpenaiResponseCreateParamsNonStreamingFunctionShellToolParam | OpenaiResponseCreateParamsNonStreamingCustomToolParam | OpenaiResponseCreateParamsNonStreamingNamespaceToolParam | OpenaiResponseCreateParamsNonStreamingToolSearchToolParam | OpenaiResponseCreateParamsNonStreamingWebSearchPreviewToolParam | OpenaiResponseCreateParamsNonStreamingApplyPatchToolParam>;
+    /**
+     * Top Logprobs
+     */
+    top_logprobs?: number | null;
+    /**
+     * Top P
+     */
+    top_p?: number | null;
+    /**
+     * Truncation
+     */
+    truncation?: 'auto' | 'disabled' | null;
+    /**
+     * User
+     */
+    user?: string;
+};
+
+/**
+ * AccessPrograms
+ *
+ * Domain-specific access programs to use for this request.
+ */
+export type OpenaiResponseCreateParamsNonStreamingAccessPrograms = {
+    /**
+     * Cyber
+     */
+    cyber?: 'standard' | 'daybreak_blue' | 'daybreak_red';
+};
+
+/**
+ * ActionClick
+ *
+ * A click action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionClick = {
+    /**
+     * Button
+     */
+    button: 'left' | 'right' | 'wheel' | 'back' | 'forward';
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Type
+     */
+    type: 'click';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * ActionDoubleClick
+ *
+ * A double click action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionDoubleClick = {
+    /**
+     * Keys
+     */
+    keys: Array<string> | null;
+    /**
+     * Type
+     */
+    type: 'double_click';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * ActionDrag
+ *
+ * A drag action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionDrag = {
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Path
+     */
+    path: Array<OpenaiResponseCreateParamsNonStreamingActionDragPath>;
+    /**
+     * Type
+     */
+    type: 'drag';
+};
+
+/**
+ * ActionDragPath
+ *
+ * An x/y coordinate pair, e.g. `{ x: 100, y: 200 }`.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionDragPath = {
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * ActionFind
+ *
+ * Action type "find_in_page": Searches for a pattern within a loaded page.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionFind = {
+    /**
+     * Pattern
+     */
+    pattern: string;
+    /**
+     * Type
+     */
+    type: 'find_in_page';
+    /**
+     * Url
+     */
+    url: string;
+};
+
+/**
+ * ActionKeypress
+ *
+ * A collection of keypresses the model would like to perform.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionKeypress = {
+    /**
+     * Keys
+     */
+    keys: Array<string>;
+    /**
+     * Type
+     */
+    type: 'keypress';
+};
+
+/**
+ * ActionMove
+ *
+ * A mouse move action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionMove = {
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Type
+     */
+    type: 'move';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * ActionOpenPage
+ *
+ * Action type "open_page" - Opens a specific URL from search results.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionOpenPage = {
+    /**
+     * Type
+     */
+    type: 'open_page';
+    /**
+     * Url
+     */
+    url?: string | null;
+};
+
+/**
+ * ActionScreenshot
+ *
+ * A screenshot action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionScreenshot = {
+    /**
+     * Type
+     */
+    type: 'screenshot';
+};
+
+/**
+ * ActionScroll
+ *
+ * A scroll action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionScroll = {
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Scroll X
+     */
+    scroll_x: number;
+    /**
+     * Scroll Y
+     */
+    scroll_y: number;
+    /**
+     * Type
+     */
+    type: 'scroll';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * ActionSearch
+ *
+ * Action type "search" - Performs a web search query.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionSearch = {
+    /**
+     * Queries
+     */
+    queries?: Array<string>;
+    /**
+     * Query
+     */
+    query?: string;
+    /**
+     * Sources
+     */
+    sources?: Array<OpenaiResponseCreateParamsNonStreamingActionSearchSource>;
+    /**
+     * Type
+     */
+    type: 'search';
+};
+
+/**
+ * ActionSearchSource
+ *
+ * A source used in the search.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionSearchSource = {
+    /**
+     * Type
+     */
+    type: 'url';
+    /**
+     * Url
+     */
+    url: string;
+};
+
+/**
+ * ActionType
+ *
+ * An action to type in text.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionType = {
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'type';
+};
+
+/**
+ * ActionWait
+ *
+ * A wait action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingActionWait = {
+    /**
+     * Type
+     */
+    type: 'wait';
+};
+
+/**
+ * AdditionalTools
+ */
+export type OpenaiResponseCreateParamsNonStreamingAdditionalTools = {
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Role
+     */
+    role: 'developer';
+    /**
+     * Tools
+     */
+    tools: Array<OpenaiResponseCreateParamsNonStreamingFunctionToolParam | OpenaiResponseCreateParamsNonStreamingFileSearchToolParam | OpenaiResponseCreateParamsNonStreamingComputerToolParam | OpenaiResponseCreateParamsNonStreamingComputerUsePreviewToolParam | OpenaiResponseCreateParamsNonStreamingWebSearchToolParam | OpenaiResponseCreateParamsNonStreamingMcp | OpenaiResponseCreateParamsNonStreamingCodeInterpreter | OpenaiResponseCreateParamsNonStreamingProgrammaticToolCalling | OpenaiResponseCreateParamsNonStreamingImageGeneration | OpenaiResponseCreateParamsNonStreamingLocalShell | OpenaiResponseCreateParamsNonStreamingFunctionShellToolParam | OpenaiResponseCreateParamsNonStreamingCustomToolParam | OpenaiResponseCreateParamsNonStreamingNamespaceToolParam | OpenaiResponseCreateParamsNonStreamingToolSearchToolParam | OpenaiResponseCreateParamsNonStreamingWebSearchPreviewToolParam | OpenaiResponseCreateParamsNonStreamingApplyPatchToolParam>;
+    /**
+     * Type
+     */
+    type: 'additional_tools';
+};
+
+/**
+ * AnnotationContainerFileCitation
+ *
+ * A citation for a container file used to generate a model response.
+ */
+export type OpenaiResponseCreateParamsNonStreamingAnnotationContainerFileCitation = {
+    /**
+     * Container Id
+     */
+    container_id: string;
+    /**
+     * End Index
+     */
+    end_index: number;
+    /**
+     * File Id
+     */
+    file_id: string;
+    /**
+     * Filename
+     */
+    filename: string;
+    /**
+     * Start Index
+     */
+    start_index: number;
+    /**
+     * Type
+     */
+    type: 'container_file_citation';
+};
+
+/**
+ * AnnotationFileCitation
+ *
+ * A citation to a file.
+ */
+export type OpenaiResponseCreateParamsNonStreamingAnnotationFileCitation = {
+    /**
+     * File Id
+     */
+    file_id: string;
+    /**
+     * Filename
+     */
+    filename: string;
+    /**
+     * Index
+     */
+    index: number;
+    /**
+     * Type
+     */
+    type: 'file_citation';
+};
+
+/**
+ * AnnotationFilePath
+ *
+ * A path to a file.
+ */
+export type OpenaiResponseCreateParamsNonStreamingAnnotationFilePath = {
+    /**
+     * File Id
+     */
+    file_id: string;
+    /**
+     * Index
+     */
+    index: number;
+    /**
+     * Type
+     */
+    type: 'file_path';
+};
+
+/**
+ * AnnotationURLCitation
+ *
+ * A citation for a web resource used to generate a model response.
+ */
+export type OpenaiResponseCreateParamsNonStreamingAnnotationUrlCitation = {
+    /**
+     * End Index
+     */
+    end_index: number;
+    /**
+     * Start Index
+     */
+    start_index: number;
+    /**
+     * Title
+     */
+    title: string;
+    /**
+     * Type
+     */
+    type: 'url_citation';
+    /**
+     * Url
+     */
+    url: string;
+};
+
+/**
+ * ApplyPatchCall
+ *
+ * A tool call representing a request to create, delete, or update files using diff patches.
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCall = {
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingApplyPatchCallCallerDirect | OpenaiResponseCreateParamsNonStreamingApplyPatchCallCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Operation
+     */
+    operation: OpenaiResponseCreateParamsNonStreamingApplyPatchCallOperationCreateFile | OpenaiResponseCreateParamsNonStreamingApplyPatchCallOperationDeleteFile | OpenaiResponseCreateParamsNonStreamingApplyPatchCallOperationUpdateFile;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'completed';
+    /**
+     * Type
+     */
+    type: 'apply_patch_call';
+};
+
+/**
+ * ApplyPatchCallCallerDirect
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallCallerDirect = {
+    /**
+     * Type
+     */
+    type: 'direct';
+};
+
+/**
+ * ApplyPatchCallCallerProgram
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallCallerProgram = {
+    /**
+     * Caller Id
+     */
+    caller_id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * ApplyPatchCallOperationCreateFile
+ *
+ * Instruction for creating a new file via the apply_patch tool.
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallOperationCreateFile = {
+    /**
+     * Diff
+     */
+    diff: string;
+    /**
+     * Path
+     */
+    path: string;
+    /**
+     * Type
+     */
+    type: 'create_file';
+};
+
+/**
+ * ApplyPatchCallOperationDeleteFile
+ *
+ * Instruction for deleting an existing file via the apply_patch tool.
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallOperationDeleteFile = {
+    /**
+     * Path
+     */
+    path: string;
+    /**
+     * Type
+     */
+    type: 'delete_file';
+};
+
+/**
+ * ApplyPatchCallOperationUpdateFile
+ *
+ * Instruction for updating an existing file via the apply_patch tool.
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallOperationUpdateFile = {
+    /**
+     * Diff
+     */
+    diff: string;
+    /**
+     * Path
+     */
+    path: string;
+    /**
+     * Type
+     */
+    type: 'update_file';
+};
+
+/**
+ * ApplyPatchCallOutput
+ *
+ * The streamed output emitted by an apply patch tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallOutput = {
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingApplyPatchCallOutputCallerDirect | OpenaiResponseCreateParamsNonStreamingApplyPatchCallOutputCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Output
+     */
+    output?: string | null;
+    /**
+     * Status
+     */
+    status: 'completed' | 'failed';
+    /**
+     * Type
+     */
+    type: 'apply_patch_call_output';
+};
+
+/**
+ * ApplyPatchCallOutputCallerDirect
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallOutputCallerDirect = {
+    /**
+     * Type
+     */
+    type: 'direct';
+};
+
+/**
+ * ApplyPatchCallOutputCallerProgram
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchCallOutputCallerProgram = {
+    /**
+     * Caller Id
+     */
+    caller_id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * ApplyPatchToolParam
+ *
+ * Allows the assistant to create, delete, or update files using unified diffs.
+ */
+export type OpenaiResponseCreateParamsNonStreamingApplyPatchToolParam = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Type
+     */
+    type: 'apply_patch';
+};
+
+/**
+ * BackgroundOptions
+ *
+ * Options for background execution on HTTP requests.
+ *
+ * The `2h` and `8h`
+ * completion windows require `background: true`, Standard processing,
+ * and `stream: false` or omitted.
+ */
+export type OpenaiResponseCreateParamsNonStreamingBackgroundOptions = {
+    /**
+     * Completion Window
+     */
+    completion_window?: 'soonest' | '2h' | '8h';
+    /**
+     * Continuation Id
+     */
+    continuation_id?: string;
+};
+
+/**
+ * CallerDirect
+ */
+export type OpenaiResponseCreateParamsNonStreamingCallerDirect = {
+    /**
+     * Type
+     */
+    type: 'direct';
+};
+
+/**
+ * CallerProgram
+ */
+export type OpenaiResponseCreateParamsNonStreamingCallerProgram = {
+    /**
+     * Caller Id
+     */
+    caller_id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * Click
+ *
+ * A click action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingClick = {
+    /**
+     * Button
+     */
+    button: 'left' | 'right' | 'wheel' | 'back' | 'forward';
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Type
+     */
+    type: 'click';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * CodeInterpreter
+ *
+ * A tool that runs Python code to help generate a response to a prompt.
+ */
+export type OpenaiResponseCreateParamsNonStreamingCodeInterpreter = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Container
+     */
+    container: string | OpenaiResponseCreateParamsNonStreamingCodeInterpreterContainerCodeInterpreterToolAuto;
+    /**
+     * Type
+     */
+    type: 'code_interpreter';
+};
+
+/**
+ * CodeInterpreterContainerCodeInterpreterToolAuto
+ *
+ * Configuration for a code interpreter container.
+ *
+ * Optionally specify the IDs of the files to run the code on.
+ */
+export type OpenaiResponseCreateParamsNonStreamingCodeInterpreterContainerCodeInterpreterToolAuto = {
+    /**
+     * File Ids
+     */
+    file_ids?: Array<string>;
+    /**
+     * Memory Limit
+     */
+    memory_limit?: '1g' | '4g' | '16g' | '64g' | null;
+    /**
+     * Network Policy
+     */
+    network_policy?: OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyDisabledParam | OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyAllowlistParam;
+    /**
+     * Type
+     */
+    type: 'auto';
+};
+
+/**
+ * CompactionTrigger
+ *
+ * Compacts the current context. Must be the final input item.
+ */
+export type OpenaiResponseCreateParamsNonStreamingCompactionTrigger = {
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Type
+     */
+    type: 'compaction_trigger';
+};
+
+/**
+ * ComparisonFilter
+ *
+ * A filter used to compare a specified attribute key to a given value using a defined comparison operation.
+ */
+export type OpenaiResponseCreateParamsNonStreamingComparisonFilter = {
+    /**
+     * Key
+     */
+    key: string;
+    /**
+     * Type
+     */
+    type: 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'nin';
+    /**
+     * Value
+     */
+    value: string | number | boolean | Array<string | number>;
+};
+
+/**
+ * CompoundFilter
+ *
+ * Combine multiple filters using `and` or `or`.
+ */
+export type OpenaiResponseCreateParamsNonStreamingCompoundFilter = {
+    /**
+     * Filters
+     */
+    filters: Array<OpenaiResponseCreateParamsNonStreamingComparisonFilter | unknown>;
+    /**
+     * Type
+     */
+    type: 'and' | 'or';
+};
+
+/**
+ * ComputerCallOutput
+ *
+ * The output of a computer tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingComputerCallOutput = {
+    /**
+     * Acknowledged Safety Checks
+     */
+    acknowledged_safety_checks?: Array<OpenaiResponseCreateParamsNonStreamingComputerCallOutputAcknowledgedSafetyCheck> | null;
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Id
+     */
+    id?: string | null;
+    output: OpenaiResponseCreateParamsNonStreamingResponseComputerToolCallOutputScreenshotParam;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Type
+     */
+    type: 'computer_call_output';
+};
+
+/**
+ * ComputerCallOutputAcknowledgedSafetyCheck
+ *
+ * A pending safety check for the computer call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingComputerCallOutputAcknowledgedSafetyCheck = {
+    /**
+     * Code
+     */
+    code?: string | null;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Message
+     */
+    message?: string | null;
+};
+
+/**
+ * ComputerToolParam
+ *
+ * A tool that controls a virtual computer.
+ *
+ * Learn more about the [computer tool](https://developers.openai.com/api/docs/guides/tools-computer-use).
+ */
+export type OpenaiResponseCreateParamsNonStreamingComputerToolParam = {
+    /**
+     * Type
+     */
+    type: 'computer';
+};
+
+/**
+ * ComputerUsePreviewToolParam
+ *
+ * A tool that controls a virtual computer.
+ *
+ * Learn more about the [computer tool](https://developers.openai.com/api/docs/guides/tools-computer-use).
+ */
+export type OpenaiResponseCreateParamsNonStreamingComputerUsePreviewToolParam = {
+    /**
+     * Display Height
+     */
+    display_height: number;
+    /**
+     * Display Width
+     */
+    display_width: number;
+    /**
+     * Environment
+     */
+    environment: 'windows' | 'mac' | 'linux' | 'ubuntu' | 'browser';
+    /**
+     * Type
+     */
+    type: 'computer_use_preview';
+};
+
+/**
+ * ContainerAutoParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingContainerAutoParam = {
+    /**
+     * File Ids
+     */
+    file_ids?: Array<string>;
+    /**
+     * Memory Limit
+     */
+    memory_limit?: '1g' | '4g' | '16g' | '64g' | null;
+    /**
+     * Network Policy
+     */
+    network_policy?: OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyDisabledParam | OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyAllowlistParam;
+    /**
+     * Skills
+     */
+    skills?: Array<OpenaiResponseCreateParamsNonStreamingSkillReferenceParam | OpenaiResponseCreateParamsNonStreamingInlineSkillParam>;
+    /**
+     * Type
+     */
+    type: 'container_auto';
+};
+
+/**
+ * ContainerNetworkPolicyAllowlistParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyAllowlistParam = {
+    /**
+     * Allowed Domains
+     */
+    allowed_domains: Array<string>;
+    /**
+     * Domain Secrets
+     */
+    domain_secrets?: Array<OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyDomainSecretParam>;
+    /**
+     * Type
+     */
+    type: 'allowlist';
+};
+
+/**
+ * ContainerNetworkPolicyDisabledParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyDisabledParam = {
+    /**
+     * Type
+     */
+    type: 'disabled';
+};
+
+/**
+ * ContainerNetworkPolicyDomainSecretParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyDomainSecretParam = {
+    /**
+     * Domain
+     */
+    domain: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Value
+     */
+    value: string;
+};
+
+/**
+ * ContainerReferenceParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingContainerReferenceParam = {
+    /**
+     * Container Id
+     */
+    container_id: string;
+    /**
+     * Type
+     */
+    type: 'container_reference';
+};
+
+/**
+ * Content
+ *
+ * Reasoning text from the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingContent = {
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'reasoning_text';
+};
+
+/**
+ * ContextManagement
+ */
+export type OpenaiResponseCreateParamsNonStreamingContextManagement = {
+    /**
+     * Compact Threshold
+     */
+    compact_threshold?: number | null;
+    /**
+     * Type
+     */
+    type: string;
+};
+
+/**
+ * CustomToolParam
+ *
+ * A custom tool that processes input using a specified format.
+ *
+ * Learn more about   [custom tools](https://developers.openai.com/api/docs/guides/function-calling#custom-tools)
+ */
+export type OpenaiResponseCreateParamsNonStreamingCustomToolParam = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Async
+     */
+    async?: boolean;
+    /**
+     * Defer Loading
+     */
+    defer_loading?: boolean;
+    /**
+     * Description
+     */
+    description?: string;
+    /**
+     * Format
+     */
+    format?: OpenaiResponseCreateParamsNonStreamingOpenaiTypesSharedParamsCustomToolInputFormatText | OpenaiResponseCreateParamsNonStreamingGrammar;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Type
+     */
+    type: 'custom';
+};
+
+/**
+ * DoubleClick
+ *
+ * A double click action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingDoubleClick = {
+    /**
+     * Keys
+     */
+    keys: Array<string> | null;
+    /**
+     * Type
+     */
+    type: 'double_click';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * Drag
+ *
+ * A drag action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingDrag = {
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Path
+     */
+    path: Array<OpenaiResponseCreateParamsNonStreamingDragPath>;
+    /**
+     * Type
+     */
+    type: 'drag';
+};
+
+/**
+ * DragPath
+ *
+ * An x/y coordinate pair, e.g. `{ x: 100, y: 200 }`.
+ */
+export type OpenaiResponseCreateParamsNonStreamingDragPath = {
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * EasyInputMessageParam
+ *
+ * A message input to the model with a role indicating instruction following
+ * hierarchy. Instructions given with the `developer` or `system` role take
+ * precedence over instructions given with the `user` role. Messages with the
+ * `assistant` role are presumed to have been generated by the model in previous
+ * interactions.
+ */
+export type OpenaiResponseCreateParamsNonStreamingEasyInputMessageParam = {
+    /**
+     * Content
+     */
+    content: string | Array<OpenaiResponseCreateParamsNonStreamingResponseInputTextParam | OpenaiResponseCreateParamsNonStreamingResponseInputImageParam | OpenaiResponseCreateParamsNonStreamingResponseInputFileParam>;
+    /**
+     * Phase
+     */
+    phase?: 'commentary' | 'final_answer' | null;
+    /**
+     * Role
+     */
+    role: 'user' | 'assistant' | 'system' | 'developer';
+    /**
+     * Type
+     */
+    type?: 'message';
+};
+
+/**
+ * FileSearchToolParam
+ *
+ * A tool that searches for relevant content from uploaded files.
+ *
+ * Learn more about the [file search tool](https://developers.openai.com/api/docs/guides/tools-file-search).
+ */
+export type OpenaiResponseCreateParamsNonStreamingFileSearchToolParam = {
+    /**
+     * Filters
+     */
+    filters?: OpenaiResponseCreateParamsNonStreamingComparisonFilter | OpenaiResponseCreateParamsNonStreamingCompoundFilter | null;
+    /**
+     * Max Num Results
+     */
+    max_num_results?: number;
+    ranking_options?: OpenaiResponseCreateParamsNonStreamingRankingOptions;
+    /**
+     * Type
+     */
+    type: 'file_search';
+    /**
+     * Vector Store Ids
+     */
+    vector_store_ids: Array<string>;
+};
+
+/**
+ * Filters
+ *
+ * Filters for the search.
+ */
+export type OpenaiResponseCreateParamsNonStreamingFilters = {
+    /**
+     * Allowed Domains
+     */
+    allowed_domains?: Array<string> | null;
+};
+
+/**
+ * FunctionCallOutput
+ *
+ * The output of a function tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingFunctionCallOutput = {
+    /**
+     * Call Id
+     */
+    call_id?: string | null;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingFunctionCallOutputCallerDirect | OpenaiResponseCreateParamsNonStreamingFunctionCallOutputCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Name
+     */
+    name?: string | null;
+    /**
+     * Namespace
+     */
+    namespace?: string | null;
+    /**
+     * Output
+     */
+    output: string | Array<OpenaiResponseCreateParamsNonStreamingResponseInputTextContentParam | OpenaiResponseCreateParamsNonStreamingResponseInputImageContentParam | OpenaiResponseCreateParamsNonStreamingResponseInputFileContentParam>;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Type
+     */
+    type: 'function_call_output';
+};
+
+/**
+ * FunctionCallOutputCallerDirect
+ */
+export type OpenaiResponseCreateParamsNonStreamingFunctionCallOutputCallerDirect = {
+    /**
+     * Type
+     */
+    type: 'direct';
+};
+
+/**
+ * FunctionCallOutputCallerProgram
+ */
+export type OpenaiResponseCreateParamsNonStreamingFunctionCallOutputCallerProgram = {
+    /**
+     * Caller Id
+     */
+    caller_id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * FunctionShellToolParam
+ *
+ * A tool that allows the model to execute shell commands.
+ */
+export type OpenaiResponseCreateParamsNonStreamingFunctionShellToolParam = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Environment
+     */
+    environment?: OpenaiResponseCreateParamsNonStreamingContainerAutoParam | OpenaiResponseCreateParamsNonStreamingLocalEnvironmentParam | OpenaiResponseCreateParamsNonStreamingContainerReferenceParam | null;
+    /**
+     * Type
+     */
+    type: 'shell';
+};
+
+/**
+ * FunctionToolParam
+ *
+ * Defines a function in your own code the model can choose to call.
+ *
+ * Learn more about [function calling](https://developers.openai.com/api/docs/guides/function-calling).
+ */
+export type OpenaiResponseCreateParamsNonStreamingFunctionToolParam = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Async
+     */
+    async?: boolean;
+    /**
+     * Defer Loading
+     */
+    defer_loading?: boolean;
+    /**
+     * Description
+     */
+    description?: string | null;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Output Schema
+     */
+    output_schema?: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * Parameters
+     */
+    parameters: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * Strict
+     */
+    strict: boolean | null;
+    /**
+     * Type
+     */
+    type: 'function';
+};
+
+/**
+ * Grammar
+ *
+ * A grammar defined by the user.
+ */
+export type OpenaiResponseCreateParamsNonStreamingGrammar = {
+    /**
+     * Definition
+     */
+    definition: string;
+    /**
+     * Syntax
+     */
+    syntax: 'lark' | 'regex';
+    /**
+     * Type
+     */
+    type: 'grammar';
+};
+
+/**
+ * HTTPError
+ */
+export type OpenaiResponseCreateParamsNonStreamingHttpError = {
+    /**
+     * Code
+     */
+    code: number;
+    /**
+     * Message
+     */
+    message: string;
+    /**
+     * Type
+     */
+    type: 'http_error';
+};
+
+/**
+ * Image
+ *
+ * Request level image options.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImage = {
+    /**
+     * Context Compression
+     */
+    context_compression?: 'auto' | 'enabled' | 'disabled';
+};
+
+/**
+ * ImageGeneration
+ *
+ * A tool that generates images using the GPT image models.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGeneration = {
+    /**
+     * Action
+     */
+    action?: 'generate' | 'edit' | 'auto';
+    /**
+     * Background
+     */
+    background?: 'transparent' | 'opaque' | 'auto';
+    /**
+     * Complexity
+     */
+    complexity?: 'low' | 'medium' | 'high';
+    /**
+     * Frame Count
+     */
+    frame_count?: number;
+    /**
+     * Frame Duration Ms
+     */
+    frame_duration_ms?: number;
+    /**
+     * Input Fidelity
+     */
+    input_fidelity?: 'high' | 'low' | null;
+    input_image_mask?: OpenaiResponseCreateParamsNonStreamingImageGenerationInputImageMask;
+    /**
+     * Model
+     */
+    model?: string | 'gpt-image-1' | 'gpt-image-1-mini' | 'gpt-image-2' | 'gpt-image-2-2026-04-21' | 'gpt-image-2.5-sunburst' | 'gpt-image-2.5-sunburst-2026-09-08' | 'gpt-image-2.5-flare' | 'gpt-image-2.5-flare-2026-09-08' | 'gpt-image-2.6-sunburst' | 'gpt-image-2.6-flare' | 'gpt-image-1.5' | 'chatgpt-image-latest';
+    /**
+     * Moderation
+     */
+    moderation?: 'auto' | 'low';
+    /**
+     * Output Compression
+     */
+    output_compression?: number;
+    /**
+     * Output Format
+     */
+    output_format?: 'png' | 'webp' | 'jpeg' | 'gif' | 'svg';
+    /**
+     * Partial Images
+     */
+    partial_images?: number;
+    /**
+     * Quality
+     */
+    quality?: 'low' | 'medium' | 'high' | 'xhigh' | 'max' | 'auto';
+    /**
+     * Size
+     */
+    size?: string | '1024x1024' | '1024x1536' | '1536x1024' | 'auto';
+    svg?: OpenaiResponseCreateParamsNonStreamingImageGenerationSvg;
+    /**
+     * Type
+     */
+    type: 'image_generation';
+};
+
+/**
+ * ImageGenerationCall
+ *
+ * An image generation request made by the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationCall = {
+    /**
+     * Action
+     */
+    action?: 'generate' | 'edit' | 'auto' | null;
+    /**
+     * Background
+     */
+    background?: 'transparent' | 'opaque' | 'auto' | null;
+    error?: OpenaiResponseCreateParamsNonStreamingImageGenerationCallError;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Output Format
+     */
+    output_format?: 'png' | 'webp' | 'jpeg' | 'gif' | 'svg' | null;
+    /**
+     * Quality
+     */
+    quality?: 'low' | 'medium' | 'high' | 'xhigh' | 'max' | 'auto' | null;
+    /**
+     * Result
+     */
+    result: string | null;
+    /**
+     * Revised Prompt
+     */
+    revised_prompt?: string | null;
+    /**
+     * Size
+     */
+    size?: string | '1024x1024' | '1024x1536' | '1536x1024' | null;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'completed' | 'generating' | 'failed';
+    svg_usage?: OpenaiResponseCreateParamsNonStreamingImageGenerationCallSvgUsage;
+    /**
+     * Type
+     */
+    type: 'image_generation_call';
+};
+
+/**
+ * ImageGenerationCallError
+ *
+ * Details of a moderation failure, when available.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationCallError = {
+    /**
+     * Code
+     */
+    code: string | null;
+    /**
+     * Message
+     */
+    message: string;
+    moderation_details?: OpenaiResponseCreateParamsNonStreamingImageGenerationCallErrorModerationDetails;
+    /**
+     * Param
+     */
+    param: string | null;
+    /**
+     * Type
+     */
+    type: string;
+};
+
+/**
+ * ImageGenerationCallErrorModerationDetails
+ *
+ * Public details for a `moderation_blocked` error, when available.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationCallErrorModerationDetails = {
+    /**
+     * Categories
+     */
+    categories: Array<string>;
+    /**
+     * Moderation Stage
+     */
+    moderation_stage: 'input' | 'output' | 'unknown';
+};
+
+/**
+ * ImageGenerationCallSvgUsage
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationCallSvgUsage = {
+    /**
+     * Input Tokens
+     */
+    input_tokens: number;
+    /**
+     * Model
+     */
+    model: string;
+    /**
+     * Output Tokens
+     */
+    output_tokens: number;
+    /**
+     * Reasoning Tokens
+     */
+    reasoning_tokens: number;
+    /**
+     * Total Tokens
+     */
+    total_tokens: number;
+};
+
+/**
+ * ImageGenerationInputImageMask
+ *
+ * Optional mask for inpainting.
+ *
+ * Contains `image_url`
+ * (string, optional) and `file_id` (string, optional).
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationInputImageMask = {
+    /**
+     * File Id
+     */
+    file_id?: string;
+    /**
+     * Image Url
+     */
+    image_url?: string;
+};
+
+/**
+ * ImageGenerationSvg
+ *
+ * SVG author model settings.
+ *
+ * Requires `output_format` to be `svg`.
+ * When SVG model selection is enabled, omitting this object uses the
+ * outer response model. Otherwise, the default SVG author is used and
+ * explicit model overrides are unavailable.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationSvg = {
+    /**
+     * Model
+     */
+    model?: string;
+    reasoning?: OpenaiResponseCreateParamsNonStreamingImageGenerationSvgReasoning | null;
+};
+
+/**
+ * ImageGenerationSvgReasoning
+ *
+ * Reasoning effort for SVG authoring.
+ *
+ * When omitted, uses the author model's default in both Images and Responses.
+ */
+export type OpenaiResponseCreateParamsNonStreamingImageGenerationSvgReasoning = {
+    /**
+     * Effort
+     */
+    effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+};
+
+/**
+ * InlineSkillParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingInlineSkillParam = {
+    /**
+     * Description
+     */
+    description: string;
+    /**
+     * Name
+     */
+    name: string;
+    source: OpenaiResponseCreateParamsNonStreamingInlineSkillSourceParam;
+    /**
+     * Type
+     */
+    type: 'inline';
+};
+
+/**
+ * InlineSkillSourceParam
+ *
+ * Inline skill payload
+ */
+export type OpenaiResponseCreateParamsNonStreamingInlineSkillSourceParam = {
+    /**
+     * Data
+     */
+    data: string;
+    /**
+     * Media Type
+     */
+    media_type: 'application/zip';
+    /**
+     * Type
+     */
+    type: 'base64';
+};
+
+/**
+ * ItemReference
+ *
+ * An internal identifier for an item to reference.
+ */
+export type OpenaiResponseCreateParamsNonStreamingItemReference = {
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Type
+     */
+    type?: 'item_reference' | null;
+};
+
+/**
+ * Keypress
+ *
+ * A collection of keypresses the model would like to perform.
+ */
+export type OpenaiResponseCreateParamsNonStreamingKeypress = {
+    /**
+     * Keys
+     */
+    keys: Array<string>;
+    /**
+     * Type
+     */
+    type: 'keypress';
+};
+
+/**
+ * LocalEnvironmentParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingLocalEnvironmentParam = {
+    /**
+     * Skills
+     */
+    skills?: Array<OpenaiResponseCreateParamsNonStreamingLocalSkillParam>;
+    /**
+     * Type
+     */
+    type: 'local';
+};
+
+/**
+ * LocalShell
+ *
+ * A tool that allows the model to execute shell commands in a local environment.
+ */
+export type OpenaiResponseCreateParamsNonStreamingLocalShell = {
+    /**
+     * Type
+     */
+    type: 'local_shell';
+};
+
+/**
+ * LocalShellCall
+ *
+ * A tool call to run a command on the local shell.
+ */
+export type OpenaiResponseCreateParamsNonStreamingLocalShellCall = {
+    action: OpenaiResponseCreateParamsNonStreamingLocalShellCallAction;
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'completed' | 'incomplete';
+    /**
+     * Type
+     */
+    type: 'local_shell_call';
+};
+
+/**
+ * LocalShellCallAction
+ *
+ * Execute a shell command on the server.
+ */
+export type OpenaiResponseCreateParamsNonStreamingLocalShellCallAction = {
+    /**
+     * Command
+     */
+    command: Array<string>;
+    /**
+     * Env
+     */
+    env: {
+        [key: string]: string;
+    };
+    /**
+     * Timeout Ms
+     */
+    timeout_ms?: number | null;
+    /**
+     * Type
+     */
+    type: 'exec';
+    /**
+     * User
+     */
+    user?: string | null;
+    /**
+     * Working Directory
+     */
+    working_directory?: string | null;
+};
+
+/**
+ * LocalShellCallOutput
+ *
+ * The output of a local shell tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingLocalShellCallOutput = {
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Output
+     */
+    output: string;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Type
+     */
+    type: 'local_shell_call_output';
+};
+
+/**
+ * LocalSkillParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingLocalSkillParam = {
+    /**
+     * Description
+     */
+    description: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Path
+     */
+    path: string;
+};
+
+/**
+ * Logprob
+ *
+ * The log probability of a token.
+ */
+export type OpenaiResponseCreateParamsNonStreamingLogprob = {
+    /**
+     * Bytes
+     */
+    bytes: Array<number>;
+    /**
+     * Logprob
+     */
+    logprob: number;
+    /**
+     * Token
+     */
+    token: string;
+    /**
+     * Top Logprobs
+     */
+    top_logprobs: Array<OpenaiResponseCreateParamsNonStreamingLogprobTopLogprob>;
+};
+
+/**
+ * LogprobTopLogprob
+ *
+ * The top log probability of a token.
+ */
+export type OpenaiResponseCreateParamsNonStreamingLogprobTopLogprob = {
+    /**
+     * Bytes
+     */
+    bytes: Array<number>;
+    /**
+     * Logprob
+     */
+    logprob: number;
+    /**
+     * Token
+     */
+    token: string;
+};
+
+/**
+ * Mcp
+ *
+ * Give the model access to additional tools via remote Model Context Protocol
+ * (MCP) servers. [Learn more about MCP](https://developers.openai.com/api/docs/guides/tools-connectors-mcp).
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcp = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Allowed Tools
+     */
+    allowed_tools?: Array<string> | OpenaiResponseCreateParamsNonStreamingMcpAllowedToolsMcpToolFilter | null;
+    /**
+     * Authorization
+     */
+    authorization?: string;
+    /**
+     * Connector Id
+     */
+    connector_id?: 'connector_dropbox' | 'connector_gmail' | 'connector_googlecalendar' | 'connector_googledrive' | 'connector_microsoftteams' | 'connector_outlookcalendar' | 'connector_outlookemail' | 'connector_sharepoint';
+    /**
+     * Defer Loading
+     */
+    defer_loading?: boolean;
+    /**
+     * Headers
+     */
+    headers?: {
+        [key: string]: string;
+    } | null;
+    /**
+     * Require Approval
+     */
+    require_approval?: OpenaiResponseCreateParamsNonStreamingMcpRequireApprovalMcpToolApprovalFilter | 'always' | 'never' | null;
+    /**
+     * Server Description
+     */
+    server_description?: string;
+    /**
+     * Server Label
+     */
+    server_label: string;
+    /**
+     * Server Url
+     */
+    server_url?: string;
+    /**
+     * Tunnel Id
+     */
+    tunnel_id?: string;
+    /**
+     * Type
+     */
+    type: 'mcp';
+};
+
+/**
+ * McpAllowedToolsMcpToolFilter
+ *
+ * A filter object to specify which tools are allowed.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpAllowedToolsMcpToolFilter = {
+    /**
+     * Read Only
+     */
+    read_only?: boolean;
+    /**
+     * Tool Names
+     */
+    tool_names?: Array<string>;
+};
+
+/**
+ * McpApprovalRequest
+ *
+ * A request for human approval of a tool invocation.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpApprovalRequest = {
+    /**
+     * Arguments
+     */
+    arguments: string;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Server Label
+     */
+    server_label: string;
+    /**
+     * Type
+     */
+    type: 'mcp_approval_request';
+};
+
+/**
+ * McpApprovalResponse
+ *
+ * A response to an MCP approval request.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpApprovalResponse = {
+    /**
+     * Approval Request Id
+     */
+    approval_request_id: string;
+    /**
+     * Approve
+     */
+    approve: boolean;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Reason
+     */
+    reason?: string | null;
+    /**
+     * Type
+     */
+    type: 'mcp_approval_response';
+};
+
+/**
+ * McpCall
+ *
+ * An invocation of a tool on an MCP server.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpCall = {
+    /**
+     * Approval Request Id
+     */
+    approval_request_id?: string | null;
+    /**
+     * Arguments
+     */
+    arguments: string;
+    /**
+     * Error
+     */
+    error?: OpenaiResponseCreateParamsNonStreamingMcpProtocolError | OpenaiResponseCreateParamsNonStreamingMcpToolExecutionError | OpenaiResponseCreateParamsNonStreamingHttpError | null;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Output
+     */
+    output?: string | null;
+    /**
+     * Server Label
+     */
+    server_label: string;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | 'calling' | 'failed';
+    /**
+     * Type
+     */
+    type: 'mcp_call';
+};
+
+/**
+ * McpListTools
+ *
+ * A list of tools available on an MCP server.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpListTools = {
+    /**
+     * Error
+     */
+    error?: string | null;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Server Label
+     */
+    server_label: string;
+    /**
+     * Tools
+     */
+    tools: Array<OpenaiResponseCreateParamsNonStreamingMcpListToolsTool>;
+    /**
+     * Type
+     */
+    type: 'mcp_list_tools';
+};
+
+/**
+ * McpListToolsTool
+ *
+ * A tool available on an MCP server.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpListToolsTool = {
+    /**
+     * Annotations
+     */
+    annotations?: unknown | null;
+    /**
+     * Description
+     */
+    description?: string | null;
+    /**
+     * Input Schema
+     */
+    input_schema: unknown;
+    /**
+     * Name
+     */
+    name: string;
+};
+
+/**
+ * McpProtocolError
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpProtocolError = {
+    /**
+     * Code
+     */
+    code: number;
+    /**
+     * Message
+     */
+    message: string;
+    /**
+     * Type
+     */
+    type: 'mcp_protocol_error';
+};
+
+/**
+ * McpRequireApprovalMcpToolApprovalFilter
+ *
+ * Specify which of the MCP server's tools require approval.
+ *
+ * Can be
+ * `always`, `never`, or a filter object associated with tools
+ * that require approval.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpRequireApprovalMcpToolApprovalFilter = {
+    always?: OpenaiResponseCreateParamsNonStreamingMcpRequireApprovalMcpToolApprovalFilterAlways;
+    never?: OpenaiResponseCreateParamsNonStreamingMcpRequireApprovalMcpToolApprovalFilterNever;
+};
+
+/**
+ * McpRequireApprovalMcpToolApprovalFilterAlways
+ *
+ * A filter object to specify which tools are allowed.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpRequireApprovalMcpToolApprovalFilterAlways = {
+    /**
+     * Read Only
+     */
+    read_only?: boolean;
+    /**
+     * Tool Names
+     */
+    tool_names?: Array<string>;
+};
+
+/**
+ * McpRequireApprovalMcpToolApprovalFilterNever
+ *
+ * A filter object to specify which tools are allowed.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpRequireApprovalMcpToolApprovalFilterNever = {
+    /**
+     * Read Only
+     */
+    read_only?: boolean;
+    /**
+     * Tool Names
+     */
+    tool_names?: Array<string>;
+};
+
+/**
+ * McpToolExecutionError
+ */
+export type OpenaiResponseCreateParamsNonStreamingMcpToolExecutionError = {
+    /**
+     * Content
+     */
+    content: unknown;
+    /**
+     * Type
+     */
+    type: 'mcp_tool_execution_error';
+};
+
+/**
+ * Message
+ *
+ * A message input to the model with a role indicating instruction following
+ * hierarchy. Instructions given with the `developer` or `system` role take
+ * precedence over instructions given with the `user` role.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMessage = {
+    /**
+     * Content
+     */
+    content: Array<OpenaiResponseCreateParamsNonStreamingResponseInputTextParam | OpenaiResponseCreateParamsNonStreamingResponseInputImageParam | OpenaiResponseCreateParamsNonStreamingResponseInputFileParam>;
+    /**
+     * Role
+     */
+    role: 'user' | 'system' | 'developer';
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete';
+    /**
+     * Type
+     */
+    type?: 'message';
+};
+
+/**
+ * Moderation
+ *
+ * Configuration for running moderation on the input and output of this response.
+ */
+export type OpenaiResponseCreateParamsNonStreamingModeration = {
+    /**
+     * Model
+     */
+    model: string;
+    policy?: OpenaiResponseCreateParamsNonStreamingModerationPolicy | null;
+};
+
+/**
+ * ModerationPolicy
+ *
+ * The policy to apply to moderated response input and output.
+ */
+export type OpenaiResponseCreateParamsNonStreamingModerationPolicy = {
+    input?: OpenaiResponseCreateParamsNonStreamingModerationPolicyInput | null;
+    output?: OpenaiResponseCreateParamsNonStreamingModerationPolicyOutput | null;
+};
+
+/**
+ * ModerationPolicyInput
+ *
+ * The moderation policy for the response input.
+ */
+export type OpenaiResponseCreateParamsNonStreamingModerationPolicyInput = {
+    /**
+     * Mode
+     */
+    mode: 'score' | 'block';
+};
+
+/**
+ * ModerationPolicyOutput
+ *
+ * The moderation policy for the response output.
+ */
+export type OpenaiResponseCreateParamsNonStreamingModerationPolicyOutput = {
+    /**
+     * Mode
+     */
+    mode: 'score' | 'block';
+};
+
+/**
+ * Move
+ *
+ * A mouse move action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingMove = {
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Type
+     */
+    type: 'move';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * NamespaceToolParam
+ *
+ * Groups function/custom tools under a shared namespace.
+ */
+export type OpenaiResponseCreateParamsNonStreamingNamespaceToolParam = {
+    /**
+     * Description
+     */
+    description: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Tools
+     */
+    tools: Array<OpenaiResponseCreateParamsNonStreamingToolFunction | OpenaiResponseCreateParamsNonStreamingCustomToolParam>;
+    /**
+     * Type
+     */
+    type: 'namespace';
+};
+
+/**
+ * OutcomeExit
+ *
+ * Indicates that the shell commands finished and returned an exit code.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOutcomeExit = {
+    /**
+     * Exit Code
+     */
+    exit_code: number;
+    /**
+     * Type
+     */
+    type: 'exit';
+};
+
+/**
+ * OutcomeTimeout
+ *
+ * Indicates that the shell call exceeded its configured time limit.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOutcomeTimeout = {
+    /**
+     * Type
+     */
+    type: 'timeout';
+};
+
+/**
+ * OutputImage
+ *
+ * The image output from the code interpreter.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOutputImage = {
+    /**
+     * Type
+     */
+    type: 'image';
+    /**
+     * Url
+     */
+    url: string;
+};
+
+/**
+ * OutputLogs
+ *
+ * The logs output from the code interpreter.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOutputLogs = {
+    /**
+     * Logs
+     */
+    logs: string;
+    /**
+     * Type
+     */
+    type: 'logs';
+};
+
+/**
+ * PendingSafetyCheck
+ *
+ * A pending safety check for the computer call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingPendingSafetyCheck = {
+    /**
+     * Code
+     */
+    code?: string | null;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Message
+     */
+    message?: string | null;
+};
+
+/**
+ * Program
+ */
+export type OpenaiResponseCreateParamsNonStreamingProgram = {
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Code
+     */
+    code: string;
+    /**
+     * Fingerprint
+     */
+    fingerprint: string;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * ProgramOutput
+ */
+export type OpenaiResponseCreateParamsNonStreamingProgramOutput = {
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Result
+     */
+    result: string;
+    /**
+     * Status
+     */
+    status: 'completed' | 'incomplete';
+    /**
+     * Type
+     */
+    type: 'program_output';
+};
+
+/**
+ * ProgrammaticToolCalling
+ */
+export type OpenaiResponseCreateParamsNonStreamingProgrammaticToolCalling = {
+    /**
+     * Type
+     */
+    type: 'programmatic_tool_calling';
+};
+
+/**
+ * PromptCacheBreakpoint
+ *
+ * Marks the exact end of a reusable prompt prefix.
+ *
+ * When `ttl` is omitted, the breakpoint inherits the request's `prompt_cache_options.ttl`; the boundary is not rounded to a token block.
+ */
+export type OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint = {
+    /**
+     * Mode
+     */
+    mode: 'explicit';
+    /**
+     * Ttl
+     */
+    ttl?: '30m' | '12h';
+};
+
+/**
+ * PromptCacheOptions
+ *
+ * Options for prompt caching.
+ *
+ * Supported for `gpt-5.6` and later models. By default, OpenAI automatically chooses one implicit cache breakpoint. You can add explicit breakpoints to content blocks with `prompt_cache_breakpoint`. Each request can write up to four breakpoints. For cache matching, OpenAI considers up to the latest 80 breakpoints in the conversation, without a content-block lookback limit. Set `mode` to `explicit` to disable the implicit breakpoint. The `ttl` defaults to `30m`. Supported lifetimes depend on the API. See the [prompt caching guide](https://developers.openai.com/api/docs/guides/prompt-caching) for current details.
+ */
+export type OpenaiResponseCreateParamsNonStreamingPromptCacheOptions = {
+    /**
+     * Comparison Response Id
+     */
+    comparison_response_id?: string | null;
+    /**
+     * Mode
+     */
+    mode?: 'implicit' | 'explicit';
+    /**
+     * Prewarm
+     */
+    prewarm?: boolean;
+    /**
+     * Ttl
+     */
+    ttl?: '30m' | '12h';
+};
+
+/**
+ * RankingOptions
+ *
+ * Ranking options for search.
+ */
+export type OpenaiResponseCreateParamsNonStreamingRankingOptions = {
+    hybrid_search?: OpenaiResponseCreateParamsNonStreamingRankingOptionsHybridSearch;
+    /**
+     * Ranker
+     */
+    ranker?: 'auto' | 'default-2024-11-15';
+    /**
+     * Score Threshold
+     */
+    score_threshold?: number;
+};
+
+/**
+ * RankingOptionsHybridSearch
+ *
+ * Weights that control how reciprocal rank fusion balances semantic embedding matches versus sparse keyword matches when hybrid search is enabled.
+ */
+export type OpenaiResponseCreateParamsNonStreamingRankingOptionsHybridSearch = {
+    /**
+     * Embedding Weight
+     */
+    embedding_weight: number;
+    /**
+     * Text Weight
+     */
+    text_weight: number;
+};
+
+/**
+ * ResponseCodeInterpreterToolCallParam
+ *
+ * A tool call to run code.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseCodeInterpreterToolCallParam = {
+    /**
+     * Code
+     */
+    code: string | null;
+    /**
+     * Container Id
+     */
+    container_id: string;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Outputs
+     */
+    outputs: Array<OpenaiResponseCreateParamsNonStreamingOutputLogs | OpenaiResponseCreateParamsNonStreamingOutputImage> | null;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'completed' | 'incomplete' | 'interpreting' | 'failed';
+    /**
+     * Type
+     */
+    type: 'code_interpreter_call';
+};
+
+/**
+ * ResponseCompactionItemParamParam
+ *
+ * A compaction item generated by the [`v1/responses/compact` API](https://developers.openai.com/api/reference/resources/responses/methods/compact).
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseCompactionItemParamParam = {
+    /**
+     * Encrypted Content
+     */
+    encrypted_content: string;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Type
+     */
+    type: 'compaction';
+};
+
+/**
+ * ResponseComputerToolCallOutputScreenshotParam
+ *
+ * A computer screenshot image used with the computer use tool.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseComputerToolCallOutputScreenshotParam = {
+    /**
+     * File Id
+     */
+    file_id?: string;
+    /**
+     * Image Url
+     */
+    image_url?: string;
+    /**
+     * Type
+     */
+    type: 'computer_screenshot';
+};
+
+/**
+ * ResponseComputerToolCallParam
+ *
+ * A tool call to a computer use tool.
+ *
+ * See the
+ * [computer use guide](https://developers.openai.com/api/docs/guides/tools-computer-use) for more information.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseComputerToolCallParam = {
+    /**
+     * Action
+     */
+    action?: OpenaiResponseCreateParamsNonStreamingActionClick | OpenaiResponseCreateParamsNonStreamingActionDoubleClick | OpenaiResponseCreateParamsNonStreamingActionDrag | OpenaiResponseCreateParamsNonStreamingActionKeypress | OpenaiResponseCreateParamsNonStreamingActionMove | OpenaiResponseCreateParamsNonStreamingActionScreenshot | OpenaiResponseCreateParamsNonStreamingActionScroll | OpenaiResponseCreateParamsNonStreamingActionType | OpenaiResponseCreateParamsNonStreamingActionWait;
+    /**
+     * Actions
+     */
+    actions?: Array<OpenaiResponseCreateParamsNonStreamingClick | OpenaiResponseCreateParamsNonStreamingDoubleClick | OpenaiResponseCreateParamsNonStreamingDrag | OpenaiResponseCreateParamsNonStreamingKeypress | OpenaiResponseCreateParamsNonStreamingMove | OpenaiResponseCreateParamsNonStreamingScreenshot | OpenaiResponseCreateParamsNonStreamingScroll | OpenaiResponseCreateParamsNonStreamingType | OpenaiResponseCreateParamsNonStreamingWait>;
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Pending Safety Checks
+     */
+    pending_safety_checks: Array<OpenaiResponseCreateParamsNonStreamingPendingSafetyCheck>;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'completed' | 'incomplete';
+    /**
+     * Type
+     */
+    type: 'computer_call';
+};
+
+/**
+ * ResponseConfigurationUpdateItemParamParam
+ *
+ * An update to the conversation's response configuration.
+ *
+ * Supply reasoning,
+ * text, or both. Each setting stays in effect until a later update replaces it.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseConfigurationUpdateItemParamParam = {
+    /**
+     * Id
+     */
+    id?: string | null;
+    reasoning?: OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesResponseConfigurationUpdateItemParamParamReasoning;
+    text?: OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesResponseConfigurationUpdateItemParamParamText;
+    /**
+     * Type
+     */
+    type: 'configuration_update';
+};
+
+/**
+ * ResponseConversationParamParam
+ *
+ * The conversation that this response belongs to.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseConversationParamParam = {
+    /**
+     * Id
+     */
+    id: string;
+};
+
+/**
+ * ResponseCustomToolCallOutputParam
+ *
+ * The output of a custom tool call from your code, being sent back to the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseCustomToolCallOutputParam = {
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingCallerDirect | OpenaiResponseCreateParamsNonStreamingCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string;
+    /**
+     * Output
+     */
+    output: string | Array<OpenaiResponseCreateParamsNonStreamingResponseInputTextParam | OpenaiResponseCreateParamsNonStreamingResponseInputImageParam | OpenaiResponseCreateParamsNonStreamingResponseInputFileParam>;
+    /**
+     * Type
+     */
+    type: 'custom_tool_call_output';
+};
+
+/**
+ * ResponseCustomToolCallParam
+ *
+ * A call to a custom tool created by the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseCustomToolCallParam = {
+    /**
+     * Async
+     */
+    async?: boolean;
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingCallerDirect | OpenaiResponseCreateParamsNonStreamingCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string;
+    /**
+     * Input
+     */
+    input: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Namespace
+     */
+    namespace?: string;
+    /**
+     * Type
+     */
+    type: 'custom_tool_call';
+};
+
+/**
+ * ResponseFileSearchToolCallParam
+ *
+ * The results of a file search tool call.
+ *
+ * See the
+ * [file search guide](https://developers.openai.com/api/docs/guides/tools-file-search) for more information.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFileSearchToolCallParam = {
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Queries
+     */
+    queries: Array<string>;
+    /**
+     * Results
+     */
+    results?: Array<OpenaiResponseCreateParamsNonStreamingResult> | null;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'searching' | 'completed' | 'incomplete' | 'failed';
+    /**
+     * Type
+     */
+    type: 'file_search_call';
+};
+
+/**
+ * ResponseFormatJSONObject
+ *
+ * JSON object response format.
+ *
+ * An older method of generating JSON responses.
+ * Using `json_schema` is recommended for models that support it. Note that the
+ * model will not generate JSON without a system or user message instructing it
+ * to do so.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFormatJsonObject = {
+    /**
+     * Type
+     */
+    type: 'json_object';
+};
+
+/**
+ * ResponseFormatText
+ *
+ * Default response format. Used to generate text responses.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFormatText = {
+    /**
+     * Type
+     */
+    type: 'text';
+};
+
+/**
+ * ResponseFormatTextJSONSchemaConfigParam
+ *
+ * JSON Schema response format.
+ *
+ * Used to generate structured JSON responses.
+ * Learn more about [Structured Outputs](https://developers.openai.com/api/docs/guides/structured-outputs).
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFormatTextJsonSchemaConfigParam = {
+    /**
+     * Description
+     */
+    description?: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Schema
+     */
+    schema: {
+        [key: string]: unknown;
+    };
+    /**
+     * Strict
+     */
+    strict?: boolean | null;
+    /**
+     * Type
+     */
+    type: 'json_schema';
+};
+
+/**
+ * ResponseFunctionShellCallOutputContentParam
+ *
+ * Captured stdout and stderr for a portion of a shell tool call output.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFunctionShellCallOutputContentParam = {
+    /**
+     * Outcome
+     */
+    outcome: OpenaiResponseCreateParamsNonStreamingOutcomeTimeout | OpenaiResponseCreateParamsNonStreamingOutcomeExit;
+    /**
+     * Stderr
+     */
+    stderr: string;
+    /**
+     * Stdout
+     */
+    stdout: string;
+};
+
+/**
+ * ResponseFunctionToolCallParam
+ *
+ * A tool call to run a function.
+ *
+ * See the
+ * [function calling guide](https://developers.openai.com/api/docs/guides/function-calling) for more information.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFunctionToolCallParam = {
+    /**
+     * Arguments
+     */
+    arguments: string;
+    /**
+     * Async
+     */
+    async?: boolean;
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingCallerDirect | OpenaiResponseCreateParamsNonStreamingCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Namespace
+     */
+    namespace?: string;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete';
+    /**
+     * Type
+     */
+    type: 'function_call';
+};
+
+/**
+ * ResponseFunctionWebSearchParam
+ *
+ * The results of a web search tool call.
+ *
+ * See the
+ * [web search guide](https://developers.openai.com/api/docs/guides/tools-web-search) for more information.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseFunctionWebSearchParam = {
+    /**
+     * Action
+     */
+    action: OpenaiResponseCreateParamsNonStreamingActionSearch | OpenaiResponseCreateParamsNonStreamingActionOpenPage | OpenaiResponseCreateParamsNonStreamingActionFind;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'searching' | 'completed' | 'incomplete' | 'failed';
+    /**
+     * Type
+     */
+    type: 'web_search_call';
+};
+
+/**
+ * ResponseInputFileContentParam
+ *
+ * A file input to the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseInputFileContentParam = {
+    /**
+     * Detail
+     */
+    detail?: 'auto' | 'low' | 'high';
+    /**
+     * File Data
+     */
+    file_data?: string | null;
+    /**
+     * File Id
+     */
+    file_id?: string | null;
+    /**
+     * File Url
+     */
+    file_url?: string | null;
+    /**
+     * Filename
+     */
+    filename?: string | null;
+    prompt_cache_breakpoint?: OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint | null;
+    /**
+     * Type
+     */
+    type: 'input_file';
+};
+
+/**
+ * ResponseInputFileParam
+ *
+ * A file input to the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseInputFileParam = {
+    /**
+     * Detail
+     */
+    detail?: 'auto' | 'low' | 'high';
+    /**
+     * File Data
+     */
+    file_data?: string;
+    /**
+     * File Id
+     */
+    file_id?: string | null;
+    /**
+     * File Url
+     */
+    file_url?: string;
+    /**
+     * Filename
+     */
+    filename?: string;
+    prompt_cache_breakpoint?: OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint;
+    /**
+     * Type
+     */
+    type: 'input_file';
+};
+
+/**
+ * ResponseInputImageContentParam
+ *
+ * An image input to the model.
+ *
+ * Learn about [image inputs](https://developers.openai.com/api/docs/guides/images-vision)
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseInputImageContentParam = {
+    /**
+     * Detail
+     */
+    detail?: 'low' | 'high' | 'auto' | 'original' | null;
+    /**
+     * File Id
+     */
+    file_id?: string | null;
+    /**
+     * Image Url
+     */
+    image_url?: string | null;
+    prompt_cache_breakpoint?: OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint | null;
+    /**
+     * Type
+     */
+    type: 'input_image';
+};
+
+/**
+ * ResponseInputImageParam
+ *
+ * An image input to the model.
+ *
+ * Learn about [image inputs](https://developers.openai.com/api/docs/guides/images-vision).
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseInputImageParam = {
+    /**
+     * Detail
+     */
+    detail: 'low' | 'high' | 'auto' | 'original';
+    /**
+     * File Id
+     */
+    file_id?: string | null;
+    /**
+     * Image Url
+     */
+    image_url?: string | null;
+    prompt_cache_breakpoint?: OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint;
+    /**
+     * Type
+     */
+    type: 'input_image';
+};
+
+/**
+ * ResponseInputTextContentParam
+ *
+ * A text input to the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseInputTextContentParam = {
+    prompt_cache_breakpoint?: OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint | null;
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'input_text';
+};
+
+/**
+ * ResponseInputTextParam
+ *
+ * A text input to the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseInputTextParam = {
+    prompt_cache_breakpoint?: OpenaiResponseCreateParamsNonStreamingPromptCacheBreakpoint;
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'input_text';
+};
+
+/**
+ * ResponseOutputMessageParam
+ *
+ * An output message from the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseOutputMessageParam = {
+    /**
+     * Content
+     */
+    content: Array<OpenaiResponseCreateParamsNonStreamingResponseOutputTextParam | OpenaiResponseCreateParamsNonStreamingResponseOutputRefusalParam>;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Phase
+     */
+    phase?: 'commentary' | 'final_answer' | null;
+    /**
+     * Role
+     */
+    role: 'assistant';
+    /**
+     * Status
+     */
+    status: 'in_progress' | 'completed' | 'incomplete';
+    /**
+     * Type
+     */
+    type: 'message';
+};
+
+/**
+ * ResponseOutputRefusalParam
+ *
+ * A refusal from the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseOutputRefusalParam = {
+    /**
+     * Refusal
+     */
+    refusal: string;
+    /**
+     * Type
+     */
+    type: 'refusal';
+};
+
+/**
+ * ResponseOutputTextParam
+ *
+ * A text output from the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseOutputTextParam = {
+    /**
+     * Annotations
+     */
+    annotations: Array<OpenaiResponseCreateParamsNonStreamingAnnotationFileCitation | OpenaiResponseCreateParamsNonStreamingAnnotationUrlCitation | OpenaiResponseCreateParamsNonStreamingAnnotationContainerFileCitation | OpenaiResponseCreateParamsNonStreamingAnnotationFilePath>;
+    /**
+     * Logprobs
+     */
+    logprobs?: Array<OpenaiResponseCreateParamsNonStreamingLogprob>;
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'output_text';
+};
+
+/**
+ * ResponsePromptParam
+ *
+ * Reference to a prompt template and its variables.
+ * [Learn more](https://developers.openai.com/api/docs/guides/text?api-mode=responses#version-prompts-in-code).
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponsePromptParam = {
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Variables
+     */
+    variables?: {
+        [key: string]: string | OpenaiResponseCreateParamsNonStreamingResponseInputTextParam | OpenaiResponseCreateParamsNonStreamingResponseInputImageParam | OpenaiResponseCreateParamsNonStreamingResponseInputFileParam;
+    } | null;
+    /**
+     * Version
+     */
+    version?: string | null;
+};
+
+/**
+ * ResponseReasoningItemParam
+ *
+ * A description of the chain of thought used by a reasoning model while generating
+ * a response. Be sure to include these items in your `input` to the Responses API
+ * for subsequent turns of a conversation if you are manually
+ * [managing context](https://developers.openai.com/api/docs/guides/conversation-state).
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseReasoningItemParam = {
+    /**
+     * Content
+     */
+    content?: Array<OpenaiResponseCreateParamsNonStreamingContent>;
+    /**
+     * Encrypted Content
+     */
+    encrypted_content?: string | null;
+    /**
+     * Id
+     */
+    id: string;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete';
+    /**
+     * Summary
+     */
+    summary: Array<OpenaiResponseCreateParamsNonStreamingSummary>;
+    /**
+     * Type
+     */
+    type: 'reasoning';
+};
+
+/**
+ * ResponseTextConfigParam
+ *
+ * Configuration options for a text response from the model.
+ *
+ * Can be plain
+ * text or structured JSON data. Learn more:
+ * - [Text inputs and outputs](https://developers.openai.com/api/docs/guides/text)
+ * - [Structured Outputs](https://developers.openai.com/api/docs/guides/structured-outputs)
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseTextConfigParam = {
+    /**
+     * Format
+     */
+    format?: OpenaiResponseCreateParamsNonStreamingResponseFormatText | OpenaiResponseCreateParamsNonStreamingResponseFormatTextJsonSchemaConfigParam | OpenaiResponseCreateParamsNonStreamingResponseFormatJsonObject;
+    /**
+     * Verbosity
+     */
+    verbosity?: 'low' | 'medium' | 'high' | null;
+};
+
+/**
+ * ResponseToolSearchOutputItemParamParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingResponseToolSearchOutputItemParamParam = {
+    /**
+     * Call Id
+     */
+    call_id?: string | null;
+    /**
+     * Execution
+     */
+    execution?: 'server' | 'client';
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Tools
+     */
+    tools: Array<OpenaiResponseCreateParamsNonStreamingFunctionToolParam | OpenaiResponseCreateParamsNonStreamingFileSearchToolParam | OpenaiResponseCreateParamsNonStreamingComputerToolParam | OpenaiResponseCreateParamsNonStreamingComputerUsePreviewToolParam | OpenaiResponseCreateParamsNonStreamingWebSearchToolParam | OpenaiResponseCreateParamsNonStreamingToolMcp | OpenaiResponseCreateParamsNonStreamingToolCodeInterpreter | OpenaiResponseCreateParamsNonStreamingToolProgrammaticToolCalling | OpenaiResponseCreateParamsNonStreamingToolImageGeneration | OpenaiResponseCreateParamsNonStreamingToolLocalShell | OpenaiResponseCreateParamsNonStreamingFunctionShellToolParam | OpenaiResponseCreateParamsNonStreamingCustomToolParam | OpenaiResponseCreateParamsNonStreamingToolSearchOutputNamespaceToolParam | OpenaiResponseCreateParamsNonStreamingToolSearchToolParam | OpenaiResponseCreateParamsNonStreamingWebSearchPreviewToolParam | OpenaiResponseCreateParamsNonStreamingApplyPatchToolParam>;
+    /**
+     * Type
+     */
+    type: 'tool_search_output';
+};
+
+/**
+ * Result
+ */
+export type OpenaiResponseCreateParamsNonStreamingResult = {
+    /**
+     * Attributes
+     */
+    attributes?: {
+        [key: string]: string | number | boolean;
+    } | null;
+    /**
+     * File Id
+     */
+    file_id?: string;
+    /**
+     * Filename
+     */
+    filename?: string;
+    /**
+     * Score
+     */
+    score?: number;
+    /**
+     * Text
+     */
+    text?: string;
+};
+
+/**
+ * Screenshot
+ *
+ * A screenshot action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingScreenshot = {
+    /**
+     * Type
+     */
+    type: 'screenshot';
+};
+
+/**
+ * Scroll
+ *
+ * A scroll action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingScroll = {
+    /**
+     * Keys
+     */
+    keys?: Array<string> | null;
+    /**
+     * Scroll X
+     */
+    scroll_x: number;
+    /**
+     * Scroll Y
+     */
+    scroll_y: number;
+    /**
+     * Type
+     */
+    type: 'scroll';
+    /**
+     * X
+     */
+    x: number;
+    /**
+     * Y
+     */
+    y: number;
+};
+
+/**
+ * ShellCall
+ *
+ * A tool representing a request to execute one or more shell commands.
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCall = {
+    action: OpenaiResponseCreateParamsNonStreamingShellCallAction;
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingShellCallCallerDirect | OpenaiResponseCreateParamsNonStreamingShellCallCallerProgram | null;
+    /**
+     * Environment
+     */
+    environment?: OpenaiResponseCreateParamsNonStreamingLocalEnvironmentParam | OpenaiResponseCreateParamsNonStreamingContainerReferenceParam | null;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Type
+     */
+    type: 'shell_call';
+};
+
+/**
+ * ShellCallAction
+ *
+ * The shell commands and limits that describe how to run the tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCallAction = {
+    /**
+     * Commands
+     */
+    commands: Array<string>;
+    /**
+     * Max Output Length
+     */
+    max_output_length?: number | null;
+    /**
+     * Timeout Ms
+     */
+    timeout_ms?: number | null;
+};
+
+/**
+ * ShellCallCallerDirect
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCallCallerDirect = {
+    /**
+     * Type
+     */
+    type: 'direct';
+};
+
+/**
+ * ShellCallCallerProgram
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCallCallerProgram = {
+    /**
+     * Caller Id
+     */
+    caller_id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * ShellCallOutput
+ *
+ * The streamed output items emitted by a shell tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCallOutput = {
+    /**
+     * Call Id
+     */
+    call_id: string;
+    /**
+     * Caller
+     */
+    caller?: OpenaiResponseCreateParamsNonStreamingShellCallOutputCallerDirect | OpenaiResponseCreateParamsNonStreamingShellCallOutputCallerProgram | null;
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Max Output Length
+     */
+    max_output_length?: number | null;
+    /**
+     * Output
+     */
+    output: Array<OpenaiResponseCreateParamsNonStreamingResponseFunctionShellCallOutputContentParam>;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Type
+     */
+    type: 'shell_call_output';
+};
+
+/**
+ * ShellCallOutputCallerDirect
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCallOutputCallerDirect = {
+    /**
+     * Type
+     */
+    type: 'direct';
+};
+
+/**
+ * ShellCallOutputCallerProgram
+ */
+export type OpenaiResponseCreateParamsNonStreamingShellCallOutputCallerProgram = {
+    /**
+     * Caller Id
+     */
+    caller_id: string;
+    /**
+     * Type
+     */
+    type: 'program';
+};
+
+/**
+ * SkillReferenceParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingSkillReferenceParam = {
+    /**
+     * Skill Id
+     */
+    skill_id: string;
+    /**
+     * Type
+     */
+    type: 'skill_reference';
+    /**
+     * Version
+     */
+    version?: string;
+};
+
+/**
+ * StreamOptions
+ *
+ * Options for streaming responses. Only set this when you set `stream: true`.
+ */
+export type OpenaiResponseCreateParamsNonStreamingStreamOptions = {
+    /**
+     * Include Obfuscation
+     */
+    include_obfuscation?: boolean;
+};
+
+/**
+ * Summary
+ *
+ * A summary text from the model.
+ */
+export type OpenaiResponseCreateParamsNonStreamingSummary = {
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'summary_text';
+};
+
+/**
+ * ToolChoiceAllowedParam
+ *
+ * Constrains the tools available to the model to a pre-defined set.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceAllowedParam = {
+    /**
+     * Mode
+     */
+    mode: 'auto' | 'required';
+    /**
+     * Tools
+     */
+    tools: Array<{
+        [key: string]: unknown;
+    }>;
+    /**
+     * Type
+     */
+    type: 'allowed_tools';
+};
+
+/**
+ * ToolChoiceApplyPatchParam
+ *
+ * Forces the model to call the apply_patch tool when executing a tool call.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceApplyPatchParam = {
+    /**
+     * Type
+     */
+    type: 'apply_patch';
+};
+
+/**
+ * ToolChoiceCustomParam
+ *
+ * Use this option to force the model to call a specific custom tool.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceCustomParam = {
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Type
+     */
+    type: 'custom';
+};
+
+/**
+ * ToolChoiceFunctionParam
+ *
+ * Use this option to force the model to call a specific function.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceFunctionParam = {
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Type
+     */
+    type: 'function';
+};
+
+/**
+ * ToolChoiceMcpParam
+ *
+ * Use this option to force the model to call a specific tool on a remote MCP server.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceMcpParam = {
+    /**
+     * Name
+     */
+    name?: string | null;
+    /**
+     * Server Label
+     */
+    server_label: string;
+    /**
+     * Type
+     */
+    type: 'mcp';
+};
+
+/**
+ * ToolChoiceShellParam
+ *
+ * Forces the model to call the shell tool when a tool call is required.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceShellParam = {
+    /**
+     * Type
+     */
+    type: 'shell';
+};
+
+/**
+ * ToolChoiceSpecificProgrammaticToolCallingParam
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceSpecificProgrammaticToolCallingParam = {
+    /**
+     * Type
+     */
+    type: 'programmatic_tool_calling';
+};
+
+/**
+ * ToolChoiceTypesParam
+ *
+ * Indicates that the model should use a built-in tool to generate a response.
+ * [Learn more about built-in tools](https://developers.openai.com/api/docs/guides/tools).
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolChoiceTypesParam = {
+    /**
+     * Type
+     */
+    type: 'file_search' | 'web_search_preview' | 'computer' | 'computer_use_preview' | 'computer_use' | 'web_search_preview_2025_03_11' | 'image_generation' | 'code_interpreter';
+};
+
+/**
+ * ToolCodeInterpreter
+ *
+ * A tool that runs Python code to help generate a response to a prompt.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolCodeInterpreter = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Container
+     */
+    container: string | OpenaiResponseCreateParamsNonStreamingToolCodeInterpreterContainerCodeInterpreterToolAuto;
+    /**
+     * Type
+     */
+    type: 'code_interpreter';
+};
+
+/**
+ * ToolCodeInterpreterContainerCodeInterpreterToolAuto
+ *
+ * Configuration for a code interpreter container.
+ *
+ * Optionally specify the IDs of the files to run the code on.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolCodeInterpreterContainerCodeInterpreterToolAuto = {
+    /**
+     * File Ids
+     */
+    file_ids?: Array<string>;
+    /**
+     * Memory Limit
+     */
+    memory_limit?: '1g' | '4g' | '16g' | '64g' | null;
+    /**
+     * Network Policy
+     */
+    network_policy?: OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyDisabledParam | OpenaiResponseCreateParamsNonStreamingContainerNetworkPolicyAllowlistParam;
+    /**
+     * Type
+     */
+    type: 'auto';
+};
+
+/**
+ * ToolFunction
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolFunction = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Async
+     */
+    async?: boolean;
+    /**
+     * Defer Loading
+     */
+    defer_loading?: boolean;
+    /**
+     * Description
+     */
+    description?: string | null;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Output Schema
+     */
+    output_schema?: {
+        [key: string]: unknown;
+    } | null;
+    /**
+     * Parameters
+     */
+    parameters?: unknown | null;
+    /**
+     * Strict
+     */
+    strict?: boolean | null;
+    /**
+     * Type
+     */
+    type: 'function';
+};
+
+/**
+ * ToolImageGeneration
+ *
+ * A tool that generates images using the GPT image models.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolImageGeneration = {
+    /**
+     * Action
+     */
+    action?: 'generate' | 'edit' | 'auto';
+    /**
+     * Background
+     */
+    background?: 'transparent' | 'opaque' | 'auto';
+    /**
+     * Complexity
+     */
+    complexity?: 'low' | 'medium' | 'high';
+    /**
+     * Frame Count
+     */
+    frame_count?: number;
+    /**
+     * Frame Duration Ms
+     */
+    frame_duration_ms?: number;
+    /**
+     * Input Fidelity
+     */
+    input_fidelity?: 'high' | 'low' | null;
+    input_image_mask?: OpenaiResponseCreateParamsNonStreamingToolImageGenerationInputImageMask;
+    /**
+     * Model
+     */
+    model?: string | 'gpt-image-1' | 'gpt-image-1-mini' | 'gpt-image-2' | 'gpt-image-2-2026-04-21' | 'gpt-image-2.5-sunburst' | 'gpt-image-2.5-sunburst-2026-09-08' | 'gpt-image-2.5-flare' | 'gpt-image-2.5-flare-2026-09-08' | 'gpt-image-2.6-sunburst' | 'gpt-image-2.6-flare' | 'gpt-image-1.5' | 'chatgpt-image-latest';
+    /**
+     * Moderation
+     */
+    moderation?: 'auto' | 'low';
+    /**
+     * Output Compression
+     */
+    output_compression?: number;
+    /**
+     * Output Format
+     */
+    output_format?: 'png' | 'webp' | 'jpeg' | 'gif' | 'svg';
+    /**
+     * Partial Images
+     */
+    partial_images?: number;
+    /**
+     * Quality
+     */
+    quality?: 'low' | 'medium' | 'high' | 'xhigh' | 'max' | 'auto';
+    /**
+     * Size
+     */
+    size?: string | '1024x1024' | '1024x1536' | '1536x1024' | 'auto';
+    svg?: OpenaiResponseCreateParamsNonStreamingToolImageGenerationSvg;
+    /**
+     * Type
+     */
+    type: 'image_generation';
+};
+
+/**
+ * ToolImageGenerationInputImageMask
+ *
+ * Optional mask for inpainting.
+ *
+ * Contains `image_url`
+ * (string, optional) and `file_id` (string, optional).
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolImageGenerationInputImageMask = {
+    /**
+     * File Id
+     */
+    file_id?: string;
+    /**
+     * Image Url
+     */
+    image_url?: string;
+};
+
+/**
+ * ToolImageGenerationSvg
+ *
+ * SVG author model settings.
+ *
+ * Requires `output_format` to be `svg`.
+ * When SVG model selection is enabled, omitting this object uses the
+ * outer response model. Otherwise, the default SVG author is used and
+ * explicit model overrides are unavailable.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolImageGenerationSvg = {
+    /**
+     * Model
+     */
+    model?: string;
+    reasoning?: OpenaiResponseCreateParamsNonStreamingToolImageGenerationSvgReasoning | null;
+};
+
+/**
+ * ToolImageGenerationSvgReasoning
+ *
+ * Reasoning effort for SVG authoring.
+ *
+ * When omitted, uses the author model's default in both Images and Responses.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolImageGenerationSvgReasoning = {
+    /**
+     * Effort
+     */
+    effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+};
+
+/**
+ * ToolLocalShell
+ *
+ * A tool that allows the model to execute shell commands in a local environment.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolLocalShell = {
+    /**
+     * Type
+     */
+    type: 'local_shell';
+};
+
+/**
+ * ToolMcp
+ *
+ * Give the model access to additional tools via remote Model Context Protocol
+ * (MCP) servers. [Learn more about MCP](https://developers.openai.com/api/docs/guides/tools-connectors-mcp).
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolMcp = {
+    /**
+     * Allowed Callers
+     */
+    allowed_callers?: Array<'direct' | 'programmatic'> | null;
+    /**
+     * Allowed Tools
+     */
+    allowed_tools?: Array<string> | OpenaiResponseCreateParamsNonStreamingToolMcpAllowedToolsMcpToolFilter | null;
+    /**
+     * Authorization
+     */
+    authorization?: string;
+    /**
+     * Connector Id
+     */
+    connector_id?: 'connector_dropbox' | 'connector_gmail' | 'connector_googlecalendar' | 'connector_googledrive' | 'connector_microsoftteams' | 'connector_outlookcalendar' | 'connector_outlookemail' | 'connector_sharepoint';
+    /**
+     * Defer Loading
+     */
+    defer_loading?: boolean;
+    /**
+     * Headers
+     */
+    headers?: {
+        [key: string]: string;
+    } | null;
+    /**
+     * Require Approval
+     */
+    require_approval?: OpenaiResponseCreateParamsNonStreamingToolMcpRequireApprovalMcpToolApprovalFilter | 'always' | 'never' | null;
+    /**
+     * Server Description
+     */
+    server_description?: string;
+    /**
+     * Server Label
+     */
+    server_label: string;
+    /**
+     * Server Url
+     */
+    server_url?: string;
+    /**
+     * Tunnel Id
+     */
+    tunnel_id?: string;
+    /**
+     * Type
+     */
+    type: 'mcp';
+};
+
+/**
+ * ToolMcpAllowedToolsMcpToolFilter
+ *
+ * A filter object to specify which tools are allowed.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolMcpAllowedToolsMcpToolFilter = {
+    /**
+     * Read Only
+     */
+    read_only?: boolean;
+    /**
+     * Tool Names
+     */
+    tool_names?: Array<string>;
+};
+
+/**
+ * ToolMcpRequireApprovalMcpToolApprovalFilter
+ *
+ * Specify which of the MCP server's tools require approval.
+ *
+ * Can be
+ * `always`, `never`, or a filter object associated with tools
+ * that require approval.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolMcpRequireApprovalMcpToolApprovalFilter = {
+    always?: OpenaiResponseCreateParamsNonStreamingToolMcpRequireApprovalMcpToolApprovalFilterAlways;
+    never?: OpenaiResponseCreateParamsNonStreamingToolMcpRequireApprovalMcpToolApprovalFilterNever;
+};
+
+/**
+ * ToolMcpRequireApprovalMcpToolApprovalFilterAlways
+ *
+ * A filter object to specify which tools are allowed.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolMcpRequireApprovalMcpToolApprovalFilterAlways = {
+    /**
+     * Read Only
+     */
+    read_only?: boolean;
+    /**
+     * Tool Names
+     */
+    tool_names?: Array<string>;
+};
+
+/**
+ * ToolMcpRequireApprovalMcpToolApprovalFilterNever
+ *
+ * A filter object to specify which tools are allowed.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolMcpRequireApprovalMcpToolApprovalFilterNever = {
+    /**
+     * Read Only
+     */
+    read_only?: boolean;
+    /**
+     * Tool Names
+     */
+    tool_names?: Array<string>;
+};
+
+/**
+ * ToolProgrammaticToolCalling
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolProgrammaticToolCalling = {
+    /**
+     * Type
+     */
+    type: 'programmatic_tool_calling';
+};
+
+/**
+ * ToolSearchCall
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolSearchCall = {
+    /**
+     * Arguments
+     */
+    arguments: unknown;
+    /**
+     * Call Id
+     */
+    call_id?: string | null;
+    /**
+     * Execution
+     */
+    execution?: 'server' | 'client';
+    /**
+     * Id
+     */
+    id?: string | null;
+    /**
+     * Status
+     */
+    status?: 'in_progress' | 'completed' | 'incomplete' | null;
+    /**
+     * Type
+     */
+    type: 'tool_search_call';
+};
+
+/**
+ * ToolSearchOutputNamespaceToolParam
+ *
+ * Groups function/custom tools under a shared namespace.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolSearchOutputNamespaceToolParam = {
+    /**
+     * Description
+     */
+    description: string;
+    /**
+     * Name
+     */
+    name: string;
+    /**
+     * Tools
+     */
+    tools: Array<OpenaiResponseCreateParamsNonStreamingToolFunction | OpenaiResponseCreateParamsNonStreamingCustomToolParam>;
+    /**
+     * Type
+     */
+    type: 'namespace';
+};
+
+/**
+ * ToolSearchToolParam
+ *
+ * Hosted or BYOT tool search configuration for deferred tools.
+ */
+export type OpenaiResponseCreateParamsNonStreamingToolSearchToolParam = {
+    /**
+     * Description
+     */
+    description?: string | null;
+    /**
+     * Execution
+     */
+    execution?: 'server' | 'client';
+    /**
+     * Parameters
+     */
+    parameters?: unknown | null;
+    /**
+     * Type
+     */
+    type: 'tool_search';
+};
+
+/**
+ * Type
+ *
+ * An action to type in text.
+ */
+export type OpenaiResponseCreateParamsNonStreamingType = {
+    /**
+     * Text
+     */
+    text: string;
+    /**
+     * Type
+     */
+    type: 'type';
+};
+
+/**
+ * Wait
+ *
+ * A wait action.
+ */
+export type OpenaiResponseCreateParamsNonStreamingWait = {
+    /**
+     * Type
+     */
+    type: 'wait';
+};
+
+/**
+ * WebSearchPreviewToolParam
+ *
+ * This tool searches the web for relevant results to use in a response.
+ *
+ * Learn more about the [web search tool](https://developers.openai.com/api/docs/guides/tools-web-search).
+ */
+export type OpenaiResponseCreateParamsNonStreamingWebSearchPreviewToolParam = {
+    /**
+     * Search Content Types
+     */
+    search_content_types?: Array<'text' | 'image'>;
+    /**
+     * Search Context Size
+     */
+    search_context_size?: 'low' | 'medium' | 'high';
+    /**
+     * Type
+     */
+    type: 'web_search_preview' | 'web_search_preview_2025_03_11';
+    user_location?: OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesWebSearchPreviewToolParamUserLocation | null;
+};
+
+/**
+ * WebSearchToolParam
+ *
+ * Search the Internet for sources related to the prompt.
+ *
+ * Learn more about the
+ * [web search tool](https://developers.openai.com/api/docs/guides/tools-web-search).
+ */
+export type OpenaiResponseCreateParamsNonStreamingWebSearchToolParam = {
+    /**
+     * External Web Access
+     */
+    external_web_access?: boolean;
+    filters?: OpenaiResponseCreateParamsNonStreamingFilters | null;
+    /**
+     * Search Context Size
+     */
+    search_context_size?: 'low' | 'medium' | 'high';
+    /**
+     * Type
+     */
+    type: 'web_search' | 'web_search_2025_08_26';
+    user_location?: OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesWebSearchToolParamUserLocation | null;
+};
+
+/**
+ * Reasoning
+ *
+ * Updates to reasoning configuration. Only effort is supported.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesResponseConfigurationUpdateItemParamParamReasoning = {
+    /**
+     * Effort
+     */
+    effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null;
+};
+
+/**
+ * Text
+ *
+ * The text output configuration for subsequent responses.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesResponseConfigurationUpdateItemParamParamText = {
+    /**
+     * Format
+     */
+    format: OpenaiResponseCreateParamsNonStreamingResponseFormatText | OpenaiResponseCreateParamsNonStreamingResponseFormatTextJsonSchemaConfigParam;
+};
+
+/**
+ * UserLocation
+ *
+ * The approximate location of the user.
+ *
+ * If omitted or null, defaults to the United States. To avoid this fallback, pass `{"type": "approximate"}` without location fields. To localize results, provide the relevant location fields.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesWebSearchPreviewToolParamUserLocation = {
+    /**
+     * City
+     */
+    city?: string | null;
+    /**
+     * Country
+     */
+    country?: string | null;
+    /**
+     * Region
+     */
+    region?: string | null;
+    /**
+     * Timezone
+     */
+    timezone?: string | null;
+    /**
+     * Type
+     */
+    type: 'approximate';
+};
+
+/**
+ * UserLocation
+ *
+ * The approximate location of the user.
+ *
+ * If omitted or null, defaults to the
+ * United States. To avoid this fallback, pass `{"type": "approximate"}` without
+ * location fields. To localize results, provide the relevant location fields.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOpenaiTypesResponsesWebSearchToolParamUserLocation = {
+    /**
+     * City
+     */
+    city?: string | null;
+    /**
+     * Country
+     */
+    country?: string | null;
+    /**
+     * Region
+     */
+    region?: string | null;
+    /**
+     * Timezone
+     */
+    timezone?: string | null;
+    /**
+     * Type
+     */
+    type?: 'approximate';
+};
+
+/**
+ * Text
+ *
+ * Unconstrained free-form text.
+ */
+export type OpenaiResponseCreateParamsNonStreamingOpenaiTypesSharedParamsCustomToolInputFormatText = {
+    /**
+     * Type
+     */
+    type: 'text';
+};
+
+/**
+ * Reasoning
+ *
+ * Configuration options for
+ * [reasoning models](https://developers.openai.com/api/docs/guides/reasoning).
+ */
+export type OpenaiResponseCreateParamsNonStreamingOpenaiTypesSharedParamsReasoningReasoning = {
+    /**
+     * Context
+     */
+    context?: 'auto' | 'current_turn' | 'all_turns' | null;
+    /**
+     * Effort
+     */
+    effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | null;
+    /**
+     * Generate Summary
+     */
+    generate_summary?: 'auto' | 'concise' | 'detailed' | null;
+    /**
+     * Mode
+     */
+    mode?: string | 'standard' | 'pro';
+    /**
+     * Summary
+     */
+    summary?: 'auto' | 'concise' | 'detailed' | null;
 };
 
 /**
@@ -21771,6 +27090,42 @@ export type ValidationErrorBody = {
     };
 };
 
+export type ControllerLlmModelConfigCreateApiKey = string | null;
+
+/**
+ * The OpenAI-compatible server's base URL (never empty); the client POSTs to `{base_url}/chat/completions`.
+ */
+export type ControllerLlmModelConfigCreateBaseUrl = string | null;
+
+/**
+ * In thousands of tokens.
+ */
+export type ControllerLlmModelConfigCreateContextLimit = number | null;
+
+export type ControllerLlmModelConfigCreateContextStrategy = 'conservative' | 'balanced' | 'aggressive';
+
+/**
+ * gns3-server needs `teaching_assistant` here (without it, every turn fails).
+ */
+export type ControllerLlmModelConfigCreateCopilotMode = string | null;
+
+export type ControllerLlmModelConfigCreateIsDefault = boolean;
+
+export type ControllerLlmModelConfigCreateMaxTokens = number | null;
+
+export type ControllerLlmModelConfigCreateModel = string;
+
+export type ControllerLlmModelConfigCreateModelType = 'text' | 'vision' | 'stt' | 'tts' | 'multimodal' | 'embedding' | 'reranking' | 'other';
+
+export type ControllerLlmModelConfigCreateName = string;
+
+/**
+ * `openai` for any OpenAI-compatible server (the one every conforming server takes); `fake` is the reference server's in-process fake LLM.
+ */
+export type ControllerLlmModelConfigCreateProvider = 'openai' | 'fake';
+
+export type ControllerLlmModelConfigCreateTemperature = number;
+
 /**
  * The controller user (`user_id` of `GET /v3/access/users/me`).
  */
@@ -22320,7 +27675,7 @@ export type AbortSessionTurnResponses = {
 export type AbortSessionTurnResponse = AbortSessionTurnResponses[keyof AbortSessionTurnResponses];
 
 export type OpenaiChatCompletionsData = {
-    body: OpenaiChatCompletionCreateParamsStreaming;
+    body: OpenaiChatCompletionCreateParamsStreaming | OpenaiChatCompletionCreateParamsNonStreaming;
     path: {
         /**
          * The GNS3 project (a UUID).
@@ -22402,7 +27757,7 @@ export type OpenaiChatCompletionsResponses = {
 export type OpenaiChatCompletionsResponse = OpenaiChatCompletionsResponses[keyof OpenaiChatCompletionsResponses];
 
 export type OpenaiResponsesData = {
-    body: OpenaiResponseCreateParamsStreaming;
+    body: OpenaiResponseCreateParamsStreaming | OpenaiResponseCreateParamsNonStreaming;
     path: {
         /**
          * The GNS3 project (a UUID).
@@ -22582,9 +27937,13 @@ export type UiMessageStreamErrors = {
      */
     413: ErrorBody;
     /**
-     * Invalid path, query or body value (INPUT-007), with field-level details.
+     * A request the UI or AG-UI protocol allows but this contract refuses (CHANNEL-004, CHANNEL-006): a field-level
+     * `validation_error` (the last message is not the user's, or has no text of 1 to 100 000 characters), or a
+     * refusal of what the server cannot do, with its own code (`regenerate_not_supported`,
+     * `client_tools_not_supported`).
+     *
      */
-    422: ValidationErrorBody;
+    422: ValidationErrorBody | ErrorBody;
     /**
      * Storage cannot be written (a full or read-only disk, code `storage_unavailable`), or the project's database
      * cannot be opened or read (code `project_unavailable`); nothing was half-written (ERROR-003).
@@ -22709,9 +28068,13 @@ export type AgUiRunErrors = {
      */
     413: ErrorBody;
     /**
-     * Invalid path, query or body value (INPUT-007), with field-level details.
+     * A request the UI or AG-UI protocol allows but this contract refuses (CHANNEL-004, CHANNEL-006): a field-level
+     * `validation_error` (the last message is not the user's, or has no text of 1 to 100 000 characters), or a
+     * refusal of what the server cannot do, with its own code (`regenerate_not_supported`,
+     * `client_tools_not_supported`).
+     *
      */
-    422: ValidationErrorBody;
+    422: ValidationErrorBody | ErrorBody;
     /**
      * Storage cannot be written (a full or read-only disk, code `storage_unavailable`), or the project's database
      * cannot be opened or read (code `project_unavailable`); nothing was half-written (ERROR-003).
@@ -22765,7 +28128,8 @@ export type AuthenticateErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
@@ -22801,7 +28165,8 @@ export type GetCurrentUserErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
@@ -22829,7 +28194,8 @@ export type ListProjectsErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
@@ -22864,14 +28230,16 @@ export type CreateProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     409: ErrorBody;
@@ -22908,21 +28276,24 @@ export type DeleteProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -22959,21 +28330,24 @@ export type GetProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -23010,21 +28384,24 @@ export type OpenProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -23061,21 +28438,24 @@ export type CloseProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -23112,21 +28492,24 @@ export type ListLlmModelConfigsErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -23166,21 +28549,24 @@ export type CreateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -23221,21 +28607,24 @@ export type DeleteLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     401: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use.
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
      *
      */
     404: ErrorBody;
@@ -23251,3 +28640,76 @@ export type DeleteLlmModelConfigResponses = {
 };
 
 export type DeleteLlmModelConfigResponse = DeleteLlmModelConfigResponses[keyof DeleteLlmModelConfigResponses];
+
+export type UpdateLlmModelConfigData = {
+    body: LlmModelConfigUpdate;
+    path: {
+        /**
+         * The controller user (`user_id` of `GET /v3/access/users/me`).
+         */
+        user_id: string;
+        /**
+         * The configuration.
+         */
+        config_id: string;
+    };
+    query?: never;
+    url: '/v3/access/users/{user_id}/llm-model-configs/{config_id}';
+};
+
+export type UpdateLlmModelConfigErrors = {
+    /**
+     * The body is not JSON the server can take (INPUT-009, code `invalid_json`): not JSON, not UTF-8, a lone
+     * surrogate in a string or a member name, `NaN` or `Infinity`, a number beyond a double or an integer of more
+     * than 4300 digits, or nesting deeper than 64 levels (the reference server's bounds).
+     *
+     */
+    400: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    409: ErrorBody;
+    /**
+     * Invalid path, query or body value (INPUT-007), with field-level details.
+     */
+    422: ValidationErrorBody;
+};
+
+export type UpdateLlmModelConfigError = UpdateLlmModelConfigErrors[keyof UpdateLlmModelConfigErrors];
+
+export type UpdateLlmModelConfigResponses = {
+    /**
+     * The configuration as changed, without its API key.
+     */
+    200: LlmModelConfig;
+};
+
+export type UpdateLlmModelConfigResponse = UpdateLlmModelConfigResponses[keyof UpdateLlmModelConfigResponses];

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 class LlmModelConfigCreate(BaseModel):
     """
-    `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned. With `provider: openai`, `base_url` is required and not empty (the server has nowhere else to send the model's requests).
+    `POST /v3/access/users/{user_id}/llm-model-configs`: one LLM configuration of a user, the values flat. gns3-server 3.1 also requires `model_type`, `base_url` and `context_limit`; the API key is stored encrypted and never returned. With `provider: openai`, `base_url` is required (the server has nowhere else to send the model's requests).
     """
 
     name: Annotated[str, Field(max_length=100, min_length=1)]
@@ -38,7 +38,8 @@ class LlmModelConfigCreate(BaseModel):
     base_url: Annotated[
         str | None,
         Field(
-            description="The OpenAI-compatible server's base URL; the client POSTs to `{base_url}/chat/completions`."
+            description="The OpenAI-compatible server's base URL (never empty); the client POSTs to `{base_url}/chat/completions`.",
+            min_length=1,
         ),
     ] = None
     model: Annotated[str, Field(min_length=1)]
