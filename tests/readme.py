@@ -10,18 +10,32 @@ import shlex
 from pathlib import Path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+DOCS = README.parent / "docs"
+# The README's long reference parts, each on a page of its own that the README links: their commands and examples
+# are the README's (claimed and run the same way).
+README_PAGES = (DOCS / "gns3-server.md", DOCS / "peers.md", DOCS / "fake-llm.md")
+DOCUMENTS = (README, *README_PAGES)
 
-# Sections whose shell blocks a test runs as a whole, in its own way.
+# Sections whose shell blocks a test runs as a whole, in its own way (a README page: its `# title`).
 SECTIONS_RUN_WHOLE = {
     "### Quick start": "tests/reference_server/test_quickstart.py",
-    "## The real GNS3 server": "tests/gns3/test_readme_gns3.py",
+    "# The real GNS3 server": "tests/gns3/test_readme_gns3.py",
 }
 
 
 def _sections() -> list[tuple[str, str]]:
-    """(heading, text) of every section, at any level."""
+    """(heading, text) of every section of the README, at any level, and of every README page as a whole."""
     parts = re.split(r"^(#{2,4} .+)$", README.read_text(encoding="utf-8"), flags=re.M)
-    return list(zip(parts[1::2], parts[2::2], strict=True))
+    sections = list(zip(parts[1::2], parts[2::2], strict=True))
+    for page in README_PAGES:
+        title, text = page.read_text(encoding="utf-8").split("\n", 1)
+        sections.append((title, text))
+    return sections
+
+
+def page_text(title: str) -> str:
+    """The text of the README page titled `# title`."""
+    return dict(_sections())[f"# {title}"]
 
 
 def commands(*, with_whole_sections: bool = False) -> list[str]:
@@ -50,11 +64,11 @@ def readme_command(text: str) -> list[str]:
     return shlex.split(readme_line(text))
 
 
-def examples(readme: Path = README) -> dict[str, str]:
-    """Named examples: the code of every block of `readme` (the project's README by default) fenced as
+def examples(readme: Path | None = None) -> dict[str, str]:
+    """Named examples: the code of every block of `readme` (the project's README and its pages by default) fenced as
     ```<language> <name> (e.g. ```ts ag-ui), by "<language> <name>". Plain ```python blocks of the project's README
     are run by tests/test_readme.py; a named one needs a live server."""
-    text = readme.read_text(encoding="utf-8")
+    text = "\n".join(d.read_text(encoding="utf-8") for d in ([readme] if readme else DOCUMENTS))
     found: dict[str, str] = {}
     for fence, code in re.findall(r"^```(\w+ [\w-]+)\n(.*?)^```", text, flags=re.S | re.M):
         assert fence not in found, f"two README examples are fenced ```{fence}"
@@ -62,8 +76,8 @@ def examples(readme: Path = README) -> dict[str, str]:
     return found
 
 
-def readme_example(fence: str, readme: Path = README) -> str:
+def readme_example(fence: str, readme: Path | None = None) -> str:
     """The code of the example fenced ```<fence> in `readme`, after checking that README shows it."""
     found = examples(readme)
-    assert fence in found, f"{readme.name} has no example fenced ```{fence}; it has: {sorted(found)}"
+    assert fence in found, f"{(readme or README).name} has no example fenced ```{fence}; it has: {sorted(found)}"
     return found[fence]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.quality.runs import SHARES_REFERENCE_RUN, reference_run
-from tests.readme import SECTIONS_RUN_WHOLE, commands, examples
+from tests.readme import README_PAGES, SECTIONS_RUN_WHOLE, commands, examples
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -97,6 +97,13 @@ def test_the_readme_main_job_command_runs_the_suite_and_passes():
     assert main_job.returncode == 0, main_job.output[-6000:]
     assert "RESULT: PASSED" in main_job.output and "run took" in main_job.output
     assert main_job.report["passed"] and main_job.report["target"]["name"] == "reference-server"
+
+
+def test_every_readme_page_is_linked_from_the_readme_and_links_back():
+    text = README.read_text(encoding="utf-8")
+    for page in README_PAGES:
+        assert f"](docs/{page.name})" in text, f"the README does not link {page.name}"
+        assert "](../README.md)" in page.read_text(encoding="utf-8"), f"{page.name} does not link the README"
 
 
 def _github_anchor(title: str) -> str:

@@ -19,6 +19,7 @@ from conformance.gns3.matrix import MATRIX_DOC, MATRIX_VERDICTS, load_reports
 from conformance.gns3.run import ensure_gns3_venv, main
 from conformance.harness.netns import network_namespace_available
 from conformance.harness.target import parse_target
+from tests.readme import page_text
 
 pytestmark = pytest.mark.slow  # installs and runs gns3-server: left out of `python3 tasks.py test --quick`
 
@@ -26,8 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    return text.split("## The real GNS3 server", 1)[1].split("\n## ", 1)[0]
+    return page_text("The real GNS3 server")  # the README's page docs/gns3-server.md
 
 
 def blocks(language: str) -> list[str]:
