@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from .app import create_app
 from .services import Services
 from .settings import ENV_PREFIX, Settings, load_settings
-from .workers import supervise
+from .workers import reusable_port, supervise
 
 
 def _option(name: str):
@@ -65,6 +65,8 @@ def main(config_file: Path | None, **options) -> None:
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if settings.workers > 1:
+        reusable_port(sock)  # each worker listens on a socket of its own on this port (workers.py)
     sock.bind((settings.host, settings.port))
     host, port = sock.getsockname()[:2]
     prefix = settings.chat_prefix

@@ -1,6 +1,10 @@
-"""`--workers N`: N server processes accepting on one listening socket, kept alive by this supervisor.
+"""`--workers N`: N server processes sharing one port, kept alive by this supervisor.
 
-The socket is bound before the workers are forked, so the kernel spreads connections over them. A worker that
+The supervisor binds the port (and so learns it when it is 0); each worker then listens on a socket of its own bound
+to the same port with SO_REUSEPORT, and the kernel spreads new connections evenly over those sockets. One socket
+shared by every worker spread them badly: the worker that woke first accepted every connection waiting (asyncio
+accepts up to its backlog per wake-up), and under 256 streams the busiest of four took twice its share (issue 33).
+Where SO_REUSEPORT is missing, the workers share the supervisor's socket as before. A worker that
 dies (killed, crashed) is started again; SIGTERM or SIGINT stops every worker, with a grace period, then the
 supervisor. Forked rather than spawned: a worker is this process as it was configured, nothing is imported again.
 The databases are prepared once here, before any worker starts (Services.start with prepare=True, then stop).
@@ -66,7 +70,25 @@ def supervise(run_worker: Callable[[socket.socket], None], sock: socket.socket, 
     return 0
 
 
+def reusable_port(sock: socket.socket) -> None:
+    """Before `sock` is bound: let the workers' own sockets share its port (a no-op where the option is missing)."""
+    if hasattr(socket, "SO_REUSEPORT"):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+
+
+def own_socket(shared: socket.socket) -> socket.socket:
+    """A socket of this worker's own on the shared socket's address (SO_REUSEPORT), or the shared one itself."""
+    if not hasattr(socket, "SO_REUSEPORT") or not shared.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT):
+        return shared
+    own = socket.socket(shared.family, shared.type, shared.proto)  # IPPROTO_TCP kept: asyncio's TCP_NODELAY
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    own.bind(shared.getsockname())
+    shared.close()  # only the supervisor keeps it, holding the port for workers started again
+    return own
+
+
 def _worker_main(run_worker: Callable[[socket.socket], None], sock: socket.socket) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)  # uvicorn installs its own when it starts
-    run_worker(sock)
+    run_worker(own_socket(sock))
