@@ -403,6 +403,25 @@ def _server_version(url: str) -> str:
     return f"PostgreSQL {version} ({', '.join(f'{k} {v}' for k, v in settings.items())})"
 
 
+# Issue 33: with N workers, each takes between 0.8 and 1.2 of its fair share of the streams.
+BALANCE_GOAL = (0.8, 1.2)
+
+
+def worker_balance(loads: list[Load]) -> tuple[float, float]:
+    """The lowest and highest share of any worker in any round: its streams / (the round's streams / workers). A
+    worker that answered nothing in a round counts as 0 (when the round names fewer pids than workers)."""
+    shares = []
+    for load in loads:
+        total = sum(load.per_worker.values())
+        if not total:
+            continue
+        workers = load.config.workers
+        fair = total / workers
+        counts = list(load.per_worker.values()) + [0] * (workers - len(load.per_worker))
+        shares += [count / fair for count in counts]
+    return (min(shares), max(shares)) if shares else (0.0, 0.0)
+
+
 def worker_split(load: Load) -> str:
     """Streams per worker, busiest first, e.g. `70/63/62/61`."""
     return "/".join(str(count) for count in sorted(load.per_worker.values(), reverse=True))

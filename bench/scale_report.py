@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 from .samples import median, ratio
-from .scale import ScaleResults, worker_split
+from .scale import BALANCE_GOAL, ScaleResults, worker_balance, worker_split
 from .scale_listing import LISTED, LISTED_PINNED, LISTING_INDEX, PROJECTS, SESSIONS_PER_USER
 
 Echo = Callable[[str], None]
@@ -67,6 +67,14 @@ def _print_streams(results: ScaleResults, echo: Echo) -> None:
         if result.config.workers > 1:
             line += "; streams per worker " + ", ".join(worker_split(load) for load in result.loads)
         echo(line)
+    for result in results.configs:
+        if result.config.workers > 1:
+            low, high = worker_balance(result.loads)
+            echo(
+                f"balance, {result.config.name}: each worker's streams / its fair share, over every round, "
+                f"{low:.2f}..{high:.2f} (goal {BALANCE_GOAL[0]:g}..{BALANCE_GOAL[1]:g}: "
+                f"{_verdict(BALANCE_GOAL[0] <= low and high <= BALANCE_GOAL[1])})"
+            )
     total = sum(result.streams for result in results.configs)
     errors = sum(len(result.errors) for result in results.configs)
     echo(f"errors: {errors} of {total} streams in all configurations (goal 0: {_verdict(errors == 0)})")

@@ -55,6 +55,9 @@ def test_quick_scale_bench_prints_the_table_with_ratios_and_no_errors():
         if name == SCALE_CONFIGURATIONS[0]:
             assert (x_eps, x_p50, x_p99) == ("1.00", "1.00", "1.00"), row  # the baseline
     assert any(line.startswith("errors: 0 of 128 streams") and "PASS" in line for line in lines), output
+    # the balance of each multi-worker configuration, with its goal (32 streams are too few to hold it to it)
+    balance = [line for line in lines if line.startswith("balance, PostgreSQL, ")]
+    assert len(balance) == 2 and all("(goal 0.8..1.2: " in line for line in balance), balance
     # every session had one identical turn: one whose statistics differ was counted twice (STATS-007)
     differ = [line for line in lines if line.startswith("sessions whose statistics differ from the others'")]
     assert differ and differ[0].split(": ")[-1].startswith("0 of "), differ
