@@ -60,12 +60,25 @@ def _text(message: BaseMessage) -> str:
     return message.content if isinstance(message.content, str) else message.text
 
 
+_OPENAI_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def _openai_schema(item: BaseTool) -> dict[str, Any]:
+    """The tool's OpenAI schema, made once per name and description: make_tools makes the same tools for every
+    project (only the folder they read differs, which the schema does not show)."""
+    key = (item.name, item.description)
+    if key not in _OPENAI_SCHEMAS:
+        _OPENAI_SCHEMAS[key] = convert_to_openai_tool(item)
+    return _OPENAI_SCHEMAS[key]
+
+
 def build_graph(
     tools: list[BaseTool], models: ChatModelFactory, checkpointer: BaseCheckpointSaver
 ) -> CompiledStateGraph:
     tools_by_name = {item.name: item for item in tools}
-    # The tools' OpenAI schemas, made once per graph: bind_tools would derive them from the tools at every call.
-    tool_schemas = [convert_to_openai_tool(item) for item in tools]
+    # The tools' OpenAI schemas, made once per process: bind_tools would derive them from the tools at every call,
+    # and every project's graph has the same tools (bound to its own folder), whose schemas cost half a graph.
+    tool_schemas = [_openai_schema(item) for item in tools]
 
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
         model = models.build(current_llm_settings()).bind_tools(tool_schemas)
