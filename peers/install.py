@@ -16,10 +16,10 @@ import shutil
 import subprocess
 import sys
 import time
-import venv
 from pathlib import Path
 
 from conformance.harness.install_lock import installing
+from conformance.harness.virtualenvs import create_with
 
 from . import PEERS, REPO, Peer, get_peer
 
@@ -78,12 +78,9 @@ def _ensure(peer: Peer) -> Path:
     started = time.monotonic()
     where = peer.venv.relative_to(REPO)
     print(f"installing {peer.requirement} into {where} (once; under a minute)...", file=sys.stderr, flush=True)
-    venv.EnvBuilder(with_pip=True).create(peer.venv)
-    # --no-compile: pip would byte-compile every module of every package (40% of an install's CPU); Python compiles
-    # the few the server imports, once, at its first start.
-    command = [str(peer.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    result = create_with(peer.venv, peer.requirements_file, capture_output=True, text=True)  # uv, or pip
     source = f"{peer.requirement} from {peer.requirements_file.relative_to(REPO)}"
-    _install(peer, "pip", [*command, "-r", str(peer.requirements_file)], peer.venv, source, started)
+    _installed(peer, "the installer", result, peer.venv, source, started)
     return peer.python
 
 
@@ -106,16 +103,16 @@ def _ensure_node(peer: Peer) -> Path:
     # --ignore-scripts: the pinned packages are plain JavaScript; nothing of theirs runs at install time.
     command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
     source = f"{peer.name} from {peer.node_package.relative_to(REPO)}/package-lock.json"
-    _install(peer, "npm", command, peer.node_home, source, started, cwd=peer.node_home)
+    result = subprocess.run(command, cwd=peer.node_home, capture_output=True, text=True)
+    _installed(peer, "npm", result, peer.node_home, source, started)
     return home(peer)
 
 
-def _install(
-    peer: Peer, tool: str, command: list[str], where: Path, source: str, started: float, cwd: Path | None = None
+def _installed(
+    peer: Peer, tool: str, result: subprocess.CompletedProcess, where: Path, source: str, started: float
 ) -> None:
-    """Run `tool` (pip, npm) installing `source` into `where`, then stamp it with the pin list's fingerprint; on
-    failure remove `where` and raise with the installer's own words."""
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    """After `tool` installed `source` into `where`: stamp it with the pin list's fingerprint; on failure remove
+    `where` and raise with the installer's own words."""
     if result.returncode != 0:
         shutil.rmtree(where, ignore_errors=True)
         raise InstallError(

@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 import sys
 import time
-import venv
 from pathlib import Path
 
 import click
@@ -29,6 +27,7 @@ import click
 from conformance.gns3 import REPO, VERSION, VERSIONS, check_version, requirements_file, target_name, venv_dir
 from conformance.harness.install_lock import installing
 from conformance.harness.netns import inside, rerun_inside
+from conformance.harness.virtualenvs import create_with
 
 MODULE = "conformance.gns3.run"  # what re-runs inside the namespace
 
@@ -50,21 +49,7 @@ def _ensure_gns3_venv(version: str, env_dir: Path) -> Path:
     shutil.rmtree(env_dir, ignore_errors=True)
     started = time.monotonic()
     click.echo(f"installing gns3-server {version} into {env_dir.relative_to(REPO)} (about a minute, once)...", err=True)
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    subprocess.run(
-        [
-            str(env_dir / "bin" / "python"),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-compile",  # 40% of the install's CPU: Python compiles what gns3-server imports at its first start
-            "-r",
-            str(requirements),
-        ],
-        check=True,
-    )
+    create_with(env_dir, requirements, check=True)  # uv beside this Python, or pip
     stamp.write_text(fingerprint)
     click.echo(f"installed in {time.monotonic() - started:.0f} s", err=True)
     return env_dir
