@@ -4,7 +4,8 @@ The supervisor binds the port (and so learns it when it is 0); each worker then 
 to the same port with SO_REUSEPORT, and the kernel spreads new connections evenly over those sockets. One socket
 shared by every worker spread them badly: the worker that woke first accepted every connection waiting (asyncio
 accepts up to its backlog per wake-up), and under 256 streams the busiest of four took twice its share (issue 33).
-Where SO_REUSEPORT is missing, the workers share the supervisor's socket as before. A worker that
+A worker gets connections from the moment it listens; those waiting in the queue of a worker that dies are
+reset. Where SO_REUSEPORT is missing, the workers share the supervisor's socket as before. A worker that
 dies (killed, crashed) is started again; SIGTERM or SIGINT stops every worker, with a grace period, then the
 supervisor. Forked rather than spawned: a worker is this process as it was configured, nothing is imported again.
 The databases are prepared once here, before any worker starts (Services.start with prepare=True, then stop).
