@@ -140,7 +140,7 @@ def ensure_chromium() -> None:
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 
 
-def ensure_python_sdk(python: Path) -> None:
+def ensure_python_sdk() -> None:
     """The Python SDK (sdk/python) is its own package; the tests drive it installed, as its users do."""
     stamp = VENV / ".python-sdk-installed"
     if stamp.exists():
@@ -212,7 +212,7 @@ def cmd_test(extra: list[str]) -> int:
     # fails its own tests, with pip's words (in .cache/third-party.log).
     installs = _background(python, "-m", "tests.third_party", log=ROOT / ".cache" / "third-party.log") if full else None
     ensure_node_modules()
-    ensure_python_sdk(python)
+    ensure_python_sdk()
     ensure_playground()
     ensure_chromium()
     if rest and not (quick or under_load):  # a chosen subset, for iteration: one pytest as asked

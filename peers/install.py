@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from conformance.harness.install_lock import installing
-from conformance.harness.virtualenvs import create_with
+from conformance.harness.virtualenvs import create_with, installer
 
 from . import PEERS, REPO, Peer, get_peer
 
@@ -80,7 +80,7 @@ def _ensure(peer: Peer) -> Path:
     print(f"installing {peer.requirement} into {where} (once; under a minute)...", file=sys.stderr, flush=True)
     result = create_with(peer.venv, peer.requirements_file, capture_output=True, text=True)  # uv, or pip
     source = f"{peer.requirement} from {peer.requirements_file.relative_to(REPO)}"
-    _installed(peer, "the installer", result, peer.venv, source, started)
+    _installed(peer, installer(), result, peer.venv, source, started)
     return peer.python
 
 

@@ -18,6 +18,11 @@ def uv_beside_python() -> Path | None:
     return found if found.exists() else None
 
 
+def installer() -> str:
+    """The name of what create_with installs with, for messages."""
+    return "uv" if uv_beside_python() else "pip"
+
+
 def create_with(env_dir: Path, requirements: Path, **run_options) -> subprocess.CompletedProcess:
     """Create `env_dir` and install `requirements` into it; `run_options` go to subprocess.run."""
     uv = uv_beside_python()

@@ -19,7 +19,13 @@ router = APIRouter(prefix="/v3")
 # --- LLM model configurations -------------------------------------------------------------------------------
 
 Provider = Literal["fake", "openai"]
-OPENAI_NEEDS_BASE_URL = "provider 'openai' needs a base_url (an OpenAI-compatible server)"
+
+
+class OpenAiNeedsBaseUrl(ValueError):
+    """The one rule across fields: a configuration with `provider: openai` has a `base_url`."""
+
+    def __init__(self) -> None:
+        super().__init__("provider 'openai' needs a base_url (an OpenAI-compatible server)")
 
 
 class LlmConfigFields(StrictBody):
@@ -42,7 +48,7 @@ class LlmConfigFields(StrictBody):
     @model_validator(mode="after")
     def _openai_needs_base_url(self) -> LlmConfigFields:
         if self.provider == "openai" and not self.base_url:
-            raise ValueError(OPENAI_NEEDS_BASE_URL)
+            raise OpenAiNeedsBaseUrl
         return self
 
 
@@ -113,11 +119,11 @@ async def update_llm_config(
     try:
         validated = LlmConfigFields.model_validate({**merged, **body})
     except ValidationError as exc:
-        if [error["msg"] for error in exc.errors()] == [f"Value error, {OPENAI_NEEDS_BASE_URL}"]:
+        errors = exc.errors()
+        if len(errors) == 1 and isinstance(errors[0].get("ctx", {}).get("error"), OpenAiNeedsBaseUrl):
             # every field sent is valid, the whole is not: the change conflicts with the stored values
-            raise ApiError(
-                409, "conflict", f"The change conflicts with the configuration: {OPENAI_NEEDS_BASE_URL}"
-            ) from exc
+            message = f"The change conflicts with the configuration: {errors[0]['ctx']['error']}"
+            raise ApiError(409, "conflict", message) from exc
         raise from_pydantic(exc, ("body",)) from exc
     values = validated.model_dump(exclude={"api_key", "context_strategy"})
     if "api_key" in body:

@@ -152,11 +152,15 @@ def chat_endpoints() -> list[Endpoint]:
     return found
 
 
-def _api_routes(app) -> list[tuple[APIRoute | Any, str, set[str]]]:
-    """(route, path, methods) of every route of the app (FastAPI nests included routers: iter_route_contexts), the
-    path as the API documents it (`{user_id}`, not the route's `{user_id:user_id}` with its convertor)."""
-    contexts = iter_route_contexts(app.routes)
-    return [(c.route, re.sub(r"\{(\w+):\w+\}", r"{\1}", c.path), set(c.methods or ())) for c in contexts if c.path]
+def _api_routes(app) -> list[tuple[APIRoute | Any, str, set[str], re.Pattern]]:
+    """(route, path, methods, regex) of every route of the app (FastAPI nests included routers: iter_route_contexts):
+    the path as the API documents it (`{user_id}`, not the route's `{user_id:user_id}` with its convertor), and the
+    regex that matches a concrete path as the app does (its convertors too)."""
+    return [
+        (c.route, re.sub(r"\{(\w+):\w+\}", r"{\1}", c.path), set(c.methods or ()), compile_path(c.path)[0])
+        for c in iter_route_contexts(app.routes)
+        if c.path
+    ]
 
 
 CHANNEL_TEMPLATES = {
@@ -168,7 +172,7 @@ CHANNEL_TEMPLATES = {
 
 def controller_endpoints(app, chat_templates: set[str]) -> list[Endpoint]:
     found = []
-    for route, path, methods in _api_routes(app):
+    for route, path, methods, _regex in _api_routes(app):
         if not isinstance(route, APIRoute) or path in chat_templates or path in CHANNEL_TEMPLATES:
             continue  # the channels answer in their protocols' own shapes (tests/channels)
         for method in sorted(methods):
@@ -226,12 +230,12 @@ async def world(tmp_path_factory) -> AsyncIterator[World]:
             }
             chat = chat_endpoints()
             served = {(e.method, e.template) for e in chat}
-            routes = [(path, methods) for _, path, methods in _api_routes(app)]
+            api_routes = _api_routes(app)
+            routes = [(path, methods) for _, path, methods, _ in api_routes]
             app_chat = {(m, p) for p, methods in routes for m in methods if p in {e.template for e in chat}}
             assert served == app_chat, "the app serves exactly the contract's chat operations"
             endpoints = chat + controller_endpoints(app, {e.template for e in chat})
-            contexts = iter_route_contexts(app.routes)
-            matchers = [(compile_path(c.path)[0], set(c.methods or ())) for c in contexts if c.path]
+            matchers = [(regex, methods) for _, _, methods, regex in api_routes]
             yield World(client, lab.headers, lab.login, ids, endpoints, routes, matchers)
 
 
