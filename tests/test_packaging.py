@@ -106,9 +106,11 @@ def clone(tmp_path_factory) -> Path:
 def readme_step(line: str, *, cwd: Path, home: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     """One README line (tests.readme.readme_line) in bash, with HOME a temporary folder (its `~`), pip's and npm's
     download caches where they were, and no byte-compiling of every installed package (PIP_COMPILE=0: 40% of an
-    install's CPU; Python compiles what the runs import)."""
+    install's CPU; Python compiles what the runs import, once, and keeps it: PYTHONDONTWRITEBYTECODE is not passed
+    on)."""
     own = (
         "PYTHONPATH",
+        "PYTHONDONTWRITEBYTECODE",  # a user's Python writes the bytecode of what it imports, once (see `outside`)
         "VIRTUAL_ENV",
         "XDG_CACHE_HOME",
         "COPILOT_CONFORMANCE_CACHE",
@@ -158,7 +160,10 @@ def installed(wheel, clone, home) -> Path:
 
 
 def outside(bin_dir: Path, *command: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # As a user's: Python writes the bytecode of what it imports (pip compiled nothing, PIP_COMPILE=0), so each of
+    # the many processes a run starts does not compile LangChain, the OpenAI client and FastAPI from source again.
+    drop = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 

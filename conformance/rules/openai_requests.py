@@ -55,6 +55,9 @@ def chat_contract_accepted(body: Body) -> dict[str, dict[str, Any]]:
     }
 
 
+WEB_SEARCH = "web_search_options"
+
+
 def chat_refused(body: Body) -> list[tuple[str, dict[str, Any], int, str, str]]:
     """OPENAI-001: (what, body, status, code, the member the refusal names)."""
     return [
@@ -62,6 +65,8 @@ def chat_refused(body: Body) -> list[tuple[str, dict[str, Any], int, str, str]]:
         ("n 2", body("n2", n=2), 422, "unsupported_field", "n"),
         ("tool_choice required", body("required", tool_choice="required"), 422, "unsupported_field", "tool_choice"),
         ("a model not listed", body("model", model=UNKNOWN_MODEL), 404, "model_not_found", "model"),
+        # null where openai 3.57's request schema takes only an object (ChatCompletionCreateParams.web_search_options)
+        ("web_search_options null", body("null", web_search_options=None), 422, "validation_error", WEB_SEARCH),
     ]
 
 

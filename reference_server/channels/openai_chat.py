@@ -37,6 +37,7 @@ from .openai_common import (
     invalid,
     model_list,
     refuse_client_tools,
+    refuse_off_schema,
     refuse_unknown_members,
     split_conversation,
     unsupported,
@@ -77,10 +78,12 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
     include_usage = checked_boolean(options or {}, "include_usage", False, "stream_options.include_usage")
     checked_user(body)
     checked_token_bound(body, "max_completion_tokens", "max_tokens")
+    session_id, temperature = checked_metadata(body).get("session_id"), checked_temperature(body)
+    refuse_off_schema(body, "chat")
     wanted = TurnRequest(
-        session_id=checked_metadata(body).get("session_id"),
+        session_id=session_id,
         message=message,
-        temperature=checked_temperature(body),
+        temperature=temperature,
         instructions=instructions,
         carries_history=earlier,
         message_loc=("body", "messages", len(messages) - 1, "content"),

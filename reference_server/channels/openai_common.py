@@ -15,6 +15,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from jsonschema.exceptions import best_match
+
+import gns3_copilot_spec as spec
 from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_MODEL_ID, OPENAI_SERVER_ERROR_TYPE
 from reference_server.errors import ApiError
 from reference_server.turns.core import ChannelTurn, session_header
@@ -86,6 +89,25 @@ def unsupported(param: str) -> ApiError:
         "the members its OpenAI channel documents",
         details={"param": param},
     )
+
+
+# The OpenAI API's own request schemas (spec/channels/official/, derived from the `openai` package), streamed and not.
+OFFICIAL_PARAMS = {
+    "chat": ("openai_chat_completion_create_params_streaming", "openai_chat_completion_create_params_non_streaming"),
+    "responses": ("openai_response_create_params_streaming", "openai_response_create_params_non_streaming"),
+}
+
+
+def refuse_off_schema(body: dict[str, Any], endpoint: str) -> None:
+    """OPENAI-001, OPENAI-005: after the member-by-member reading (whose refusals name the contract's codes), a body
+    the API's own params schema refuses is refused too, naming the member: `null` for a member the API does not
+    let be null, say. What spec/openapi.yaml documents is then what the server takes (stock Schemathesis)."""
+    streamed, whole = OFFICIAL_PARAMS[endpoint]
+    name = streamed if body.get("stream") is True else whole
+    error = best_match(spec.schema_validator(spec.OFFICIAL_DIR / f"{name}.json").iter_errors(body))
+    if error is not None:
+        param = ".".join(str(part) for part in error.absolute_path) or "body"
+        raise invalid(param, f"'{param}' does not fit the OpenAI API's request schema: {error.message[:200]}")
 
 
 def model_list() -> dict[str, Any]:

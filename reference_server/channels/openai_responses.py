@@ -42,6 +42,7 @@ from .openai_common import (
     failure_of,
     invalid,
     refuse_client_tools,
+    refuse_off_schema,
     refuse_unknown_members,
     split_conversation,
     unsupported,
@@ -124,7 +125,8 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | 
     instructions = "\n\n".join(part for part in (extra, instructions) if part) or None
     checked_user(body)
     checked_token_bound(body, "max_output_tokens")
-    named = checked_metadata(body).get("session_id")
+    named, temperature = checked_metadata(body).get("session_id"), checked_temperature(body)
+    refuse_off_schema(body, "responses")
     given_previous = body.get("previous_response_id")
     previous = previous_response(given_previous) if given_previous is not None else None
     continued = previous.session_id if previous is not None else None
@@ -133,7 +135,7 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | 
     wanted = TurnRequest(
         session_id=continued or named,
         message=message,
-        temperature=checked_temperature(body),
+        temperature=temperature,
         instructions=instructions,
         carries_history=earlier,
         must_exist=continued is not None,

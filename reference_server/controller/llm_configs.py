@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from reference_server.errors import ApiError, from_pydantic
 
 from .auth import Authenticated, Caller, require_superadmin
-from .bodies import StrictBody
+from .bodies import JsonInt, StrictBody
 from .common import services_of
 
 router = APIRouter(prefix="/v3")
@@ -37,9 +37,9 @@ class LlmConfigFields(StrictBody):
     base_url: Annotated[str | None, Field(min_length=1)] = None
     model: Annotated[str, Field(min_length=1)]
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.7
-    max_tokens: Annotated[int | None, Field(gt=0)] = None
+    max_tokens: Annotated[JsonInt | None, Field(gt=0)] = None
     api_key: str | None = None
-    context_limit: Annotated[int | None, Field(gt=0)] = None
+    context_limit: Annotated[JsonInt | None, Field(gt=0)] = None
     copilot_mode: str | None = "teaching_assistant"
     is_default: bool = False
     # Validated as the contract's schema says, not kept: the reference server does not trim the context.

@@ -324,6 +324,9 @@ def test_a_chat_request_is_refused_by_name(body: Any, expected: tuple[int, str, 
     assert refusal(chat_request, body) == expected
 
 
+CALL = {"name": "get_topology", "arguments": "{}"}  # a call as the API's schema has it (ChatCompletionMessageToolCall)
+
+
 @pytest.mark.covers("OPENAI-001", "CHANNEL-004")
 def test_a_chat_request_becomes_a_turn_request():
     body = {
@@ -331,7 +334,7 @@ def test_a_chat_request_becomes_a_turn_request():
         "messages": [
             {"role": "system", "content": "Be brief."},
             user("earlier"),
-            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": CALL}]},
             {"role": "tool", "content": "out", "tool_call_id": "c"},
             {"role": "developer", "content": [{"type": "text", "text": "In French."}]},
             user([{"type": "text", "text": "Show "}, {"type": "text", "text": "R1"}]),

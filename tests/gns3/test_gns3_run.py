@@ -1,7 +1,7 @@
-"""The GNS3 runs, as `python3 tasks.py gns3 --version V` does them: the oldest and the newest supported release
-of gns3-server, installed (cached), run in a network namespace with loopback only, judged against their committed
-baselines. Skipped, with the reason, only where a network namespace cannot be made. (The releases between them
-are run by `python3 tasks.py gns3 --matrix`; two here keep the test time small.)"""
+"""The GNS3 run, as `python3 tasks.py gns3 --version V` does it: the newest supported release of gns3-server
+(tests/third_party.py), installed (cached), run in a network namespace with loopback only, judged against its
+committed baseline. Skipped, with the reason, only where a network namespace cannot be made. (Every supported
+release is run by `python3 tasks.py gns3 --matrix`; one here keeps the test time small.)"""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def _gns3_run(version: str, folder: Path, *only: str, check: bool = True) -> tup
 
 
 def test_the_gns3_runs_match_their_baselines(tmp_path):
-    """Both releases at once, each in a namespace of its own: a GNS3 run waits on its server most of its time (its
-    silences, its slow turns, its checks judged again alone), so two side by side take little more than the longer."""
+    """Each release in a namespace of its own, side by side: a GNS3 run waits on its server most of its time (its
+    silences, its slow turns, its checks judged again alone)."""
     if not network_namespace_available():
         pytest.skip("no network namespace here (`unshare -rn` and `ip` are needed): the GNS3 run cannot be isolated")
     for version in TESTED_GNS3_VERSIONS:

@@ -15,11 +15,11 @@ class Mutant:
     targets: frozenset[str]
     consequences: frozenset[str] = field(default_factory=frozenset)
     # The areas of a channel mutant's channel (and of the rules every channel shares when it breaks one): empty for
-    # the GNS3 mutants. Every mutant's run is judged by the areas of its targets and consequences (runs.mutant_areas);
-    # these must hold them (test_channel_mutants.py).
+    # the GNS3 mutants. Every mutant's run is judged by the checks of its targets and consequences
+    # (runs.mutant_selection); these areas must hold those checks (test_channel_mutants.py).
     only: tuple[str, ...] = ()
     # Areas beyond those of its targets and consequences whose scenarios alone make what it breaks happen (a stream
-    # rule broken only in a heartbeat's silence, say): their checks judge its run too (runs.mutant_areas).
+    # rule broken only in a heartbeat's silence, say): their checks judge its run too (runs.mutant_selection).
     seen_in: tuple[str, ...] = ()
 
 

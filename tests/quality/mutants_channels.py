@@ -218,6 +218,19 @@ def _openai_unknown_member_accepted() -> None:
 
 
 @mutant(
+    "openai-off-schema-null-accepted",
+    "a chat completion request member set to null where the API's request schema takes no null "
+    "(`web_search_options: null`) is served as if absent, not refused",
+    {"OPENAI-001"},
+    only=(OPENAI,),
+)
+def _openai_off_schema_null_accepted() -> None:
+    import reference_server.channels.openai_chat as openai_chat
+
+    openai_chat.refuse_off_schema = lambda body, endpoint: None
+
+
+@mutant(
     "openai-models-without-gns3-copilot",
     "the model list names the upstream LLM (`gpt-4o-mini`), not `gns3-copilot`",
     {"OPENAI-007"},
@@ -438,7 +451,7 @@ def _ui_history_tools_input_available() -> None:
     {"UI-001", "CHANNEL-002"},
     # the busy lock across channels never meets the UI turn, which starts a session of its own (CHANNEL-005); the
     # `start` chunk names a session other than the chat id (UI-003); the chat's messages, asked for by its id, are
-    # those of no session (UI-004); judged by the shared channel checks too (runs.mutant_areas): a continued UI
+    # those of no session (UI-004); judged by the checks of those rules too: a continued UI
     # turn reaches the model without its earlier turns (CHANNEL-004), and the abort of the chat's id stops nothing
     # (CHANNEL-009), so no aborted UI turn ends to be judged (UI-003, UI-PROTO-004: blocked by CHANNEL-009)
     {"CHANNEL-005", "UI-003", "UI-004", "CHANNEL-004", "CHANNEL-009", "UI-PROTO-004"},

@@ -1,6 +1,6 @@
 """Proof that the channel checks fail when they should: each channel mutant (tests/quality/mutants_channels.py) of
 the reference server fails exactly the requirements it breaks (and their stated consequences) among the checks of
-the areas of those requirements (runs.mutant_areas), and every rule of the channels is the target of a mutant."""
+the checks of those requirements (runs.mutant_selection), and every rule of the channels is the target of a mutant."""
 
 from __future__ import annotations
 
