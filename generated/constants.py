@@ -73,4 +73,4 @@ SESSION_ID_MAX_LENGTH: Final = 128
 
 # SESSION-003: The characters of a session id, as a regular expression (its length bounded by SESSION_ID_MAX_LENGTH).
 # (spec/schemas/session-id.json#/pattern)
-SESSION_ID_PATTERN: Final = "^[A-Za-z0-9._:-]+$"
+SESSION_ID_PATTERN: Final = "^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.\\.[A-Za-z0-9._:-]+)$"

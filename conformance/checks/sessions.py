@@ -128,6 +128,8 @@ INVALID_BODY_IDS: list[tuple[str, Any]] = [
     ("a slash", "a/b"),
     ("a non-ASCII letter", "é"),
     ("a number", 12345),
+    ("`.`, a path segment clients rewrite", "."),
+    ("`..`, a path segment clients rewrite", ".."),
 ]
 INVALID_PATH_IDS = [
     ("'bad id!' (URL-encoded)", "bad%20id%21"),

@@ -20,7 +20,7 @@ class DoneEvent(BaseModel):
             description="The session this event belongs to (identical on every event of one stream).",
             max_length=128,
             min_length=1,
-            pattern="^[A-Za-z0-9._:-]+$",
+            pattern="^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.\\.[A-Za-z0-9._:-]+)$",
             title="SessionId",
         ),
     ]

@@ -28,7 +28,7 @@ class ToolStartEvent(BaseModel):
             description="The session this event belongs to (identical on every event of one stream).",
             max_length=128,
             min_length=1,
-            pattern="^[A-Za-z0-9._:-]+$",
+            pattern="^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.\\.[A-Za-z0-9._:-]+)$",
             title="SessionId",
         ),
     ]

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from langchain_core.callbacks.manager import adispatch_custom_event
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -19,7 +19,7 @@ from typing_extensions import TypedDict  # not typing's: LangGraph's input schem
 
 from reference_server.timestamps import utc_now
 
-from .context import current_instructions, current_llm_settings
+from .context import LlmSettings, current_instructions, current_llm_settings
 from .llm_factory import ChatModelFactory
 
 LLM_NODE, TOOL_NODE, TITLE_NODE = "llm_call", "tool_node", "title_generator"
@@ -61,6 +61,7 @@ def _text(message: BaseMessage) -> str:
 
 
 _OPENAI_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {}
+BOUND_MODELS = 16  # the models with tools one graph keeps, one per distinct LLM settings
 
 
 def _openai_schema(item: BaseTool) -> dict[str, Any]:
@@ -80,8 +81,19 @@ def build_graph(
     # and every project's graph has the same tools (bound to its own folder), whose schemas cost half a graph.
     tool_schemas = [_openai_schema(item) for item in tools]
 
+    bound: dict[LlmSettings, Runnable] = {}
+
+    def model_with_tools(settings: LlmSettings) -> Runnable:
+        """The model of these settings with the tools bound, made once per graph and settings: building the model
+        and binding the tools at every generation was a twentieth of a streamed turn's CPU (issue 33)."""
+        if settings not in bound:
+            if len(bound) >= BOUND_MODELS:  # a user's settings change rarely; never let them pile up
+                bound.clear()
+            bound[settings] = models.build(settings).bind_tools(tool_schemas)
+        return bound[settings]
+
     async def llm_call(state: CopilotState, config: RunnableConfig) -> dict[str, Any]:
-        model = models.build(current_llm_settings()).bind_tools(tool_schemas)
+        model = model_with_tools(current_llm_settings())
         # The whole conversation, its user messages as they were sent (TESTABILITY-002).
         instructions = current_instructions()
         system = SYSTEM_PROMPT if not instructions else f"{SYSTEM_PROMPT}\n\n{instructions}"

@@ -14,16 +14,18 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
+from reference_server.errors import ApiError
 from reference_server.json_input import json_value
 from reference_server.prelude import Authenticated, OpenedProject
 from reference_server.turns.core import TurnRequest, run_to_end, session_header, start_channel_turn
 from reference_server.turns.sse import DONE_FRAME, HEARTBEAT_FRAME, NO_BUFFERING, data_frame, stream_response
 
 from .openai_common import (
+    CLIENT_CLOSED_REQUEST,
     MODEL_ID,
     Usage,
     checked_boolean,
@@ -36,6 +38,7 @@ from .openai_common import (
     failure_of,
     invalid,
     model_list,
+    not_retried,
     refuse_client_tools,
     refuse_off_schema,
     refuse_unknown_members,
@@ -176,10 +179,15 @@ router = APIRouter()
 @router.post(CHANNEL_PATHS["openai"] + "/chat/completions")
 async def chat_completions(project_id: str, caller: Authenticated, project: OpenedProject, request: Request) -> Any:
     wanted, options = chat_request(await json_value(request))
-    channel_turn = await start_channel_turn(project_id, request, caller, wanted)
+    try:
+        channel_turn = await start_channel_turn(project_id, request, caller, wanted)
+    except ApiError as refused:
+        raise not_retried(refused) from None
     completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     if not options.stream:
-        events = await run_to_end(channel_turn)
+        events = await run_to_end(channel_turn, request)
+        if events is None:  # the client left: the turn was stopped, and there is no one to answer
+            return Response(status_code=CLIENT_CLOSED_REQUEST)
         if (failure := failure_of(events, channel_turn)) is not None:
             raise failure
         text = "".join(event["content"] for event in events if event["type"] == "content")

@@ -66,6 +66,16 @@ def error_object(event: dict[str, Any]) -> dict[str, Any]:
 # The `openai` client re-sends a request answered 408, 409, 429 or 5xx (twice by default) unless the answer says
 # `x-should-retry: false`: a failed turn ran and is kept, so re-sending it would run it again in the session.
 NO_RETRY = {"x-should-retry": "false"}
+# What a non-streamed answer's client that left is "answered" (nginx's code: nobody reads it; logs show why).
+CLIENT_CLOSED_REQUEST = 499
+
+
+def not_retried(error: ApiError) -> ApiError:
+    """A 409 `session_busy` on the OpenAI paths says not to retry (issue 34): the `openai` client re-sends a 409
+    twice by default, each a request that could start a turn of its own once the session is free."""
+    if error.status == 409:
+        error.headers = {**(error.headers or {}), **NO_RETRY}
+    return error
 
 
 def failure_of(events: list[dict[str, Any]], channel_turn: ChannelTurn) -> ApiError | None:

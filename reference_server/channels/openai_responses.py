@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS, SESSION_ID_MAX_LENGTH, SESSION_ID_PATTERN
@@ -30,6 +30,7 @@ from reference_server.turns.core import ChannelTurn, TurnRequest, run_to_end, se
 from reference_server.turns.sse import HEARTBEAT_FRAME, NO_BUFFERING, event_frame, stream_response
 
 from .openai_common import (
+    CLIENT_CLOSED_REQUEST,
     MODEL_ID,
     Usage,
     checked_boolean,
@@ -41,6 +42,7 @@ from .openai_common import (
     error_object,
     failure_of,
     invalid,
+    not_retried,
     refuse_client_tools,
     refuse_off_schema,
     refuse_unknown_members,
@@ -268,10 +270,12 @@ async def create_response(project_id: str, caller: Authenticated, project: Opene
     except ApiError as refused:
         if wanted.must_exist and refused.code == "session_not_found":  # unknown, deleted or another user's
             raise previous_response_not_found(None) from refused
-        raise
+        raise not_retried(refused) from None
     builder = ResponseBuilder(channel_turn, wanted)
     if not stream:
-        events = await run_to_end(channel_turn)
+        events = await run_to_end(channel_turn, request)
+        if events is None:  # the client left: the turn was stopped, and there is no one to answer
+            return Response(status_code=CLIENT_CLOSED_REQUEST)
         if (failure := failure_of(events, channel_turn)) is not None:
             raise failure
         text = "".join(event["content"] for event in events if event["type"] == "content")

@@ -9,7 +9,7 @@ import math
 import os
 import secrets
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,27 +46,54 @@ class LoginThrottle:
 
     Kept in memory (a restart forgets them; an attacker cannot cause one). An attempt counts as a failure from its
     start (`begin`) until it succeeds (`succeeded`), so that concurrent attempts cannot all slip in before the first
-    of them has failed."""
+    of them has failed.
 
-    def __init__(self, max_failures: int, window_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.max_failures, self.window, self._clock = max_failures, window_seconds, clock
-        self._failures: dict[str, deque[float]] = {}
+    Bounded whatever the requests (issue 34): a name is kept as a 16-byte digest, never as sent (a login body may
+    be megabytes), the entries in the order of their last failure so that those out of the window leave from the
+    front, one at a time, and at most `max_entries` of them (the least recently failing go first: a flood of
+    distinct names costs memory once, not per name)."""
+
+    def __init__(
+        self,
+        max_failures: int,
+        window_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = 100_000,
+    ) -> None:
+        self.max_failures, self.window, self._clock, self.max_entries = max_failures, window_seconds, clock, max_entries
+        self._failures: OrderedDict[bytes, deque[float]] = OrderedDict()
+
+    @staticmethod
+    def _key(username: str) -> bytes:
+        return hashlib.blake2b(username.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
     def begin(self, username: str) -> int:
         """0 when the attempt may go on (and counts as failed until it succeeds), else the whole seconds to wait."""
         now = self._clock()
-        for name in [n for n, times in self._failures.items() if not times or times[-1] <= now - self.window]:
-            del self._failures[name]  # whole entries out of the window: the map stays as small as the recent abuse
-        times = self._failures.setdefault(username, deque())
+        while self._failures:  # whole entries out of the window, oldest first
+            oldest = next(iter(self._failures.values()))
+            if oldest and oldest[-1] > now - self.window:
+                break
+            self._failures.popitem(last=False)
+        key = self._key(username)
+        times = self._failures.get(key)
+        if times is None:
+            while len(self._failures) >= self.max_entries:
+                self._failures.popitem(last=False)
+            times = self._failures[key] = deque(maxlen=self.max_failures)
         while times and times[0] <= now - self.window:
             times.popleft()
         if len(times) >= self.max_failures:
             return max(1, math.ceil(times[0] + self.window - now))
         times.append(now)
+        self._failures.move_to_end(key)
         return 0
 
     def succeeded(self, username: str) -> None:
-        self._failures.pop(username, None)
+        self._failures.pop(self._key(username), None)
+
+    def __len__(self) -> int:
+        return len(self._failures)
 
 
 def _secret_file(path: Path, make: callable) -> bytes:

@@ -7,6 +7,8 @@ stream: project access and status, the message, the LLM configuration, the sessi
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -126,12 +128,35 @@ def contract_events(channel_turn: ChannelTurn) -> AsyncIterator[list[dict[str, A
     return batches()
 
 
-async def run_to_end(channel_turn: ChannelTurn) -> list[dict[str, Any]]:
-    """Every event of the turn, heartbeats left out: for answers that are not streamed."""
+async def _collected(channel_turn: ChannelTurn) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     async for batch in contract_events(channel_turn):
         events.extend(event for event in batch if event["type"] != "heartbeat")
     return events
+
+
+async def _client_gone(request: Request) -> None:
+    """Returns when the client closes the connection (its body was read: the next message is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def run_to_end(channel_turn: ChannelTurn, request: Request) -> list[dict[str, Any]] | None:
+    """Every event of the turn, heartbeats left out, for answers that are not streamed; None when the client left
+    first, which stops the turn as a stream's client does (CHANNEL-009): it still finishes, is kept and counted, and
+    a client that times out and sends the request again does not leave whole turns running behind it."""
+    collecting = asyncio.ensure_future(_collected(channel_turn))
+    watching = asyncio.ensure_future(_client_gone(request))
+    try:
+        await asyncio.wait({collecting, watching}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watching.cancel()
+    if collecting.done():
+        return collecting.result()
+    collecting.cancel()  # contract_events stops the turn
+    with contextlib.suppress(asyncio.CancelledError):
+        await collecting
+    return None
 
 
 def session_header(channel_turn: ChannelTurn) -> dict[str, str]:

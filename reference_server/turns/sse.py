@@ -4,6 +4,7 @@ comments as heartbeats (CHANNEL-007), and the headers that keep proxies from buf
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -20,8 +21,21 @@ DONE_FRAME = "data: [DONE]\n\n"  # the end marker of OpenAI Chat Completions and
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+# Characters JSON leaves raw that line readers take for line ends: `str.splitlines()`, and so httpx's `iter_lines()`,
+# splits on U+0085, U+2028 and U+2029 (and on the C0 separators JSON escapes anyway). Escaped, a frame is one line
+# to every reader, as SSE means it; the JSON value is the same. (Searched first: most frames have none.)
+_LINE_BREAKERS = re.compile("[\u0085\u2028\u2029]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def data_frame(payload: dict[str, Any]) -> str:
-    return f"data: {_encode(payload)}\n\n"
+    text = _encode(payload)
+    if _LINE_BREAKERS.search(text):
+        text = _LINE_BREAKERS.sub(_escaped, text)
+    return f"data: {text}\n\n"
 
 
 def event_frame(kind: str, payload: dict[str, Any]) -> str:

@@ -110,10 +110,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
+def _live_lab(tmp_path_factory: pytest.TempPathFactory, heartbeat: str) -> Iterator[LiveLab]:
     data_dir: Path = tmp_path_factory.mktemp("channels") / "data"
-    server = start_server_process(data_dir, "--heartbeat-interval", "0.2")
+    server = start_server_process(data_dir, "--heartbeat-interval", heartbeat)
     try:
         with httpx.Client(base_url=server.base_url, timeout=30) as client:
             lab = LiveLab(server, client)
@@ -122,3 +121,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
             yield lab
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
+    """A server whose heartbeats come every 0.2 s: the streams' silences are all heard."""
+    yield from _live_lab(tmp_path_factory, "0.2")
+
+
+@pytest.fixture(scope="module")
+def quiet_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveLab]:
+    """A server with the default heartbeat (15 s): whether a short turn has a heartbeat then depends on nothing
+    (at 0.2 s, on how loaded the machine is: the snapshot of a tool turn differed from run to run)."""
+    yield from _live_lab(tmp_path_factory, "15")

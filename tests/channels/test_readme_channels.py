@@ -70,13 +70,13 @@ def test_the_ag_ui_example(live: LiveLab):
     run_typescript(readme_example("ts ag-ui"), live)
 
 
-def test_the_snapshot_example_is_stable_across_runs(live: LiveLab, tmp_path: Path):
+def test_the_snapshot_example_is_stable_across_runs(quiet_live: LiveLab, tmp_path: Path):
     """The README's snapshot test: written once with --snapshot-update, it passes on the next run, whose turns have
     other ids, times and heartbeats; each stream keeps its protocol's framing."""
     (tmp_path / "pytest.ini").write_text("[pytest]\n")  # its own root, away from this repository's configuration
     (tmp_path / "test_my_streams.py").write_text(readme_example("python snapshots"))
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_streams.py"]
-    env = {k: v for k, v in environment(live).items() if k != "PYTEST_ADDOPTS"}
+    env = {k: v for k, v in environment(quiet_live).items() if k != "PYTEST_ADDOPTS"}
     for extra in (["--snapshot-update"], []):
         completed = subprocess.run(
             [*command, *extra], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120

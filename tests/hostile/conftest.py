@@ -23,7 +23,7 @@ from reference_server.app import create_app
 from reference_server.controller.auth import authenticated
 from reference_server.controller.llm_configs import LlmConfigFields
 from reference_server.settings import Settings
-from tests.reference_server.conftest import Lab
+from tests.reference_server.conftest import Lab, lab, make_settings  # noqa: F401 - `lab`: an in-process server
 
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 FAKE_LLM_TURN = "[[fake-llm:plain]]"

@@ -315,6 +315,12 @@ def _unknown_members_refused() -> None:
 # --- sessions, titles, authentication, heartbeat --------------------------------------------------------------------
 
 
+@mutant("dot-session-ids-served", "session ids `.` and `..` are served (in a session of another id)", {"SESSION-003"})
+def _dot_session_ids_served() -> None:
+    dots = (".", "..")
+    _accept(lambda b: {**b, "session_id": f"dots-{len(b['session_id'])}"} if b.get("session_id") in dots else None)
+
+
 @mutant("session-id-not-a-uuid", "a new session's generated id is `session-<number>`, not a UUID", {"SESSION-001"})
 def _session_id_not_a_uuid() -> None:
     import itertools

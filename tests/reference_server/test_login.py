@@ -200,7 +200,7 @@ async def test_a_password_change_revokes_the_older_tokens(lab):
     other = await lab.client.put(f"/v3/access/users/{admin_id}", json={"full_name": "x"}, headers=older)
     assert (other.status_code, other.json()["code"]) == (403, "forbidden")
 
-    body = {"password": "password-2", "full_name": "Paul"}
+    body = {"password": "password-2", "full_name": "Paul", "current_password": "password-1"}
     changed = await lab.client.put(f"/v3/access/users/{user_id}", json=body, headers=older)
     assert changed.status_code == 200 and changed.json()["full_name"] == "Paul", changed.text
     assert "password" not in changed.text

@@ -26903,7 +26903,7 @@ export type RenameSessionRequest = {
 /**
  * SessionId
  *
- * A chat session id (the LangGraph thread_id): 1..128 characters of [A-Za-z0-9._:-]. Servers generate UUIDs.
+ * A chat session id (the LangGraph thread_id): 1..128 characters of [A-Za-z0-9._:-], but not `.` or `..`, which clients and proxies rewrite as path segments (RFC 3986, 5.2.4) so that such a session could never be read or deleted. Servers generate UUIDs.
  */
 export type SessionId = string;
 

@@ -27,7 +27,7 @@ class ChatSession(BaseModel):
             description="The session id.",
             max_length=128,
             min_length=1,
-            pattern="^[A-Za-z0-9._:-]+$",
+            pattern="^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.\\.[A-Za-z0-9._:-]+)$",
             title="SessionId",
         ),
     ]

@@ -13,10 +13,10 @@ class SessionId(RootModel[str]):
     root: Annotated[
         str,
         Field(
-            description="A chat session id (the LangGraph thread_id): 1..128 characters of [A-Za-z0-9._:-]. Servers generate UUIDs.",
+            description="A chat session id (the LangGraph thread_id): 1..128 characters of [A-Za-z0-9._:-], but not `.` or `..`, which clients and proxies rewrite as path segments (RFC 3986, 5.2.4) so that such a session could never be read or deleted. Servers generate UUIDs.",
             max_length=128,
             min_length=1,
-            pattern="^[A-Za-z0-9._:-]+$",
+            pattern="^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.\\.[A-Za-z0-9._:-]+)$",
             title="SessionId",
         ),
     ]
