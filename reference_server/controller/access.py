@@ -28,7 +28,16 @@ from .store import ControllerStore, User
 UUID_PATTERN = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # The resource paths this server controls access to (gns3-server accepts the path of any of its endpoints).
 NO_ACCESS_ID = builtin_id(NO_ACCESS_ROLE)  # its entries deny, allowing or not (ACCESS-003)
-RESOURCE_PATH = re.compile(rf"^/$|^/projects$|^/projects/{UUID_PATTERN}$")
+# Matched whole (re.fullmatch: `$` would let a trailing newline through, an entry that never matches anything).
+RESOURCE_PATH = re.compile(rf"/|/projects|/projects/{UUID_PATTERN}")
+
+
+def canonical_path(path: str) -> str | None:
+    """The resource path an entry is kept under, or None when it names none: a project id in its canonical form,
+    lower case, as projects are named (an entry written with another case would never match; issue 34)."""
+    if not RESOURCE_PATH.fullmatch(path):
+        return None
+    return path.lower()
 
 
 def project_path(project_id: str) -> str:

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 
 from reference_server.errors import ApiError
 
-from .access import RESOURCE_PATH, AccessControl, Ace
+from .access import AccessControl, Ace, canonical_path
 from .auth import Authenticated, require_superadmin
 from .bodies import StrictBody
 from .common import services_of
@@ -41,7 +41,8 @@ def _access(request: Request) -> AccessControl:
 
 
 async def _checked(body: AceFields, request: Request) -> AceFields:
-    if not RESOURCE_PATH.match(body.path):
+    path = canonical_path(body.path)
+    if path is None:
         raise ApiError(
             400,
             "bad_request",
@@ -52,7 +53,7 @@ async def _checked(body: AceFields, request: Request) -> AceFields:
         raise ApiError(404, "user_not_found", f"User ID {body.user_id} doesn't exist")
     if await _access(request).role(body.role_id) is None:
         raise ApiError(404, "role_not_found", f"Role ID {body.role_id} doesn't exist")
-    return body
+    return body.model_copy(update={"path": path})
 
 
 async def _existing(ace_id: str, request: Request) -> Ace:
