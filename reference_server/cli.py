@@ -27,7 +27,7 @@ def _option(name: str):
         return click.option(flag + "/--no-" + name.replace("_", "-"), default=None, help=help_text)
     if name == "fake_llm_scripts":
         return click.option(flag, multiple=True, type=click.Path(path_type=Path), help=help_text)
-    if name == "cors_origin":
+    if name in ("cors_origin", "llm_base_url_allow"):
         return click.option(flag, multiple=True, help=help_text)
     return click.option(flag, default=None, help=help_text)
 
@@ -53,7 +53,11 @@ def main(config_file: Path | None, **options) -> None:
     defaults to $XDG_DATA_HOME/gns3-copilot-reference-server (~/.local/share/...). A new data directory
     gets the admin account (admin/admin) whose LLM is the in-process scripted fake LLM.
     """
-    for repeatable in ("fake_llm_scripts", "cors_origin"):  # not given: the environment or the file may say
+    for repeatable in (
+        "fake_llm_scripts",
+        "cors_origin",
+        "llm_base_url_allow",
+    ):  # not given: the environment or the file may say
         if not options.get(repeatable):
             options.pop(repeatable, None)
     try:

@@ -104,6 +104,13 @@ async def llm_settings(request: Request, caller: Caller, temperature: float | No
             400, "llm_not_configured", "LLM configuration not found. Please configure your LLM settings first."
         )
     chosen = configs[0]  # the default one when there is one (ordered by is_default)
+    allowed = services.settings.llm_base_url_allow  # a configuration made before the operator restricted them
+    if allowed and chosen["base_url"] and not any(chosen["base_url"].startswith(prefix) for prefix in allowed):
+        raise ApiError(
+            400,
+            "llm_not_configured",
+            "The LLM configuration points at a provider this server's operator does not allow.",
+        )
     api_key = services.secrets.open(chosen["api_key_sealed"]) if chosen["api_key_sealed"] else None
     return LlmSettings(
         provider=chosen["provider"],

@@ -73,6 +73,21 @@ class Settings(BaseSettings):
         "elsewhere (useChat, HttpAgent in development); repeatable; * allows any origin. None by default: no CORS.",
     )
 
+    llm_base_url_allow: list[str] = Field(
+        default_factory=list,
+        description="A URL prefix (scheme://host[:port][/path]) an LLM configuration's base_url must start with; "
+        "repeatable. None by default: users point their configurations at any server, as in GNS3 (the server then "
+        "calls that URL for them: give the prefixes of your LLM providers to forbid the rest).",
+    )
+
+    @field_validator("llm_base_url_allow")
+    @classmethod
+    def _url_prefixes(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", value):
+                raise ValueError(f"{value!r} is not a URL prefix: give scheme://host[:port][/path]")
+        return values
+
     @field_validator("cors_origin")
     @classmethod
     def _origins(cls, values: list[str]) -> list[str]:

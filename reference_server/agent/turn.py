@@ -13,6 +13,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import httpx
+import openai
+
 from gns3_copilot_generated.events.done import DoneEvent
 from gns3_copilot_generated.events.error import ErrorEvent
 from gns3_copilot_generated.events.heartbeat import HeartbeatEvent
@@ -22,6 +25,21 @@ from reference_server.storage_faults import storage_fault
 from .stream_translator import Event, StreamTranslator, TurnStatistics
 
 log = logging.getLogger(__name__)
+
+
+def client_message(error: BaseException) -> str:
+    """What a failed turn's `error` event says. Never an upstream's own text (issue 34): a user's LLM configuration
+    may point at any server, whose answer (an internal service's error page, say) must not come back through ours;
+    the client gets the status or the kind of failure, the server log (above) the whole error. The in-process fake
+    LLM's failures keep their text: they name the script step that asked for them."""
+    if isinstance(error, openai.APIStatusError):
+        return f"The LLM provider answered HTTP {error.status_code}"
+    if isinstance(error, openai.APITimeoutError | httpx.TimeoutException):
+        return "The LLM provider did not answer in time"
+    if isinstance(error, openai.APIError | httpx.HTTPError):
+        return "The LLM provider could not be reached, or its answer could not be read"
+    return str(error) or type(error).__name__
+
 
 _END = object()
 COALESCE_SECONDS = 0.004
@@ -123,7 +141,7 @@ class Turn:
         failure = None
         if not self._graph_task.cancelled() and (error := self._graph_task.exception()) is not None:
             log.warning("turn of session %s failed: %r", self.session_id, error)
-            message = str(error) or type(error).__name__
+            message = client_message(error)
             code = "storage_unavailable" if storage_fault(error) else "llm_error"  # e.g. a full disk mid-turn
             failure = ErrorEvent(type="error", error=message, code=code, session_id=self.session_id)
         try:

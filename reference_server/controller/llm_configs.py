@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from reference_server.errors import ApiError, from_pydantic
+from reference_server.errors import ApiError, from_pydantic, validation_failed
 
 from .auth import Authenticated, Caller, require_superadmin
 from .bodies import JsonInt, StrictBody
@@ -85,11 +85,28 @@ async def _config_owner(user_id: str, caller: Caller, request: Request) -> None:
         raise ApiError(404, "user_not_found", f"User ID {user_id} doesn't exist")
 
 
+def _allowed_base_url(request: Request, base_url: str | None) -> None:
+    """An operator's allow-list (--llm-base-url-allow): the server calls a configuration's base_url for its user,
+    so a base_url outside every allowed prefix is refused 422 naming it."""
+    allowed = services_of(request).settings.llm_base_url_allow
+    if allowed and base_url is not None and not any(base_url.startswith(prefix) for prefix in allowed):
+        raise validation_failed(
+            [
+                {
+                    "loc": ["body", "base_url"],
+                    "msg": "this server calls only LLM providers its operator allows",
+                    "type": "value_error",
+                }
+            ]
+        )
+
+
 @router.post("/access/users/{user_id}/llm-model-configs", status_code=201)
 async def create_llm_config(
     user_id: str, body: LlmConfigFields, caller: Authenticated, request: Request
 ) -> dict[str, Any]:
     await _config_owner(user_id, caller, request)
+    _allowed_base_url(request, body.base_url)
     services = services_of(request)
     values = body.model_dump(exclude={"api_key", "context_strategy"})
     values["api_key_sealed"] = services.secrets.seal(body.api_key) if body.api_key else None
@@ -125,6 +142,7 @@ async def update_llm_config(
             message = f"The change conflicts with the configuration: {errors[0]['ctx']['error']}"
             raise ApiError(409, "conflict", message) from exc
         raise from_pydantic(exc, ("body",)) from exc
+    _allowed_base_url(request, validated.base_url)
     values = validated.model_dump(exclude={"api_key", "context_strategy"})
     if "api_key" in body:
         values["api_key_sealed"] = services.secrets.seal(validated.api_key) if validated.api_key else None
