@@ -93,8 +93,10 @@ def _openai_whole_text_before_tool_lost() -> None:
 
     original = openai_chat.run_to_end
 
-    async def run_to_end(channel_turn):
-        events = await original(channel_turn)
+    async def run_to_end(channel_turn, request):
+        events = await original(channel_turn, request)
+        if events is None:  # the client left
+            return None
         tools = [i for i, event in enumerate(events) if event["type"] in ("tool_call", "tool_start", "tool_end")]
         last = tools[-1] if tools else -1
         return [e for i, e in enumerate(events) if e["type"] != "content" or i > last]
@@ -113,7 +115,7 @@ def _openai_whole_answer_stops_at_a_call() -> None:
     import reference_server.channels.openai_chat as openai_chat
     from reference_server.turns.core import contract_events
 
-    async def run_to_end(channel_turn):
+    async def run_to_end(channel_turn, _request):
         events = []
         async for batch in contract_events(channel_turn):  # leaving it stops the turn, as a client gone away
             for event in batch:
