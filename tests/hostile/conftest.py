@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,13 @@ from reference_server.app import create_app
 from reference_server.controller.auth import authenticated
 from reference_server.controller.llm_configs import LlmConfigFields
 from reference_server.settings import Settings
-from tests.reference_server.conftest import Lab, lab, make_settings  # noqa: F401 - `lab`: an in-process server
+from tests.reference_server.conftest import (  # noqa: F401 - `lab`: an in-process server
+    Lab,
+    ServerProcess,
+    lab,
+    make_settings,
+    start_server_process,
+)
 
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 FAKE_LLM_TURN = "[[fake-llm:plain]]"
@@ -274,3 +280,15 @@ def problems_of(response: httpx.Response, *, want_401: bool) -> list[str]:
         ):
             found.append(f"422 without details.errors of (loc, msg, type): {body}")
     return [f"{response.request.method} {response.request.url.raw_path.decode()[:160]}: {p}" for p in found]
+
+
+def scripted_server(tmp_path_factory: pytest.TempPathFactory, script: dict[str, Any]) -> Iterator[ServerProcess]:
+    """A reference server process that also plays `script` (the fake LLM's format), stopped when done. Written as
+    JSON, which YAML reads: its \\u escapes keep characters a YAML plain text would take for line breaks (U+0085)."""
+    scripts = tmp_path_factory.mktemp("scripts")
+    (scripts / f"{script['name']}.yaml").write_text(json.dumps(script), encoding="utf-8")
+    process = start_server_process(tmp_path_factory.mktemp("server") / "data", "--fake-llm-scripts", str(scripts))
+    try:
+        yield process
+    finally:
+        process.stop()

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
 
 import gns3_copilot_spec as spec
-from tests.reference_server.conftest import start_server_process
 from tools.channel_requests import CHANNELS, gns3
+
+from .conftest import scripted_server
 
 pytestmark = pytest.mark.slow  # a server process: left out of `python3 tasks.py test --quick`
 
@@ -30,12 +30,7 @@ FIELDS = ("data:", "event:", "id:", "retry:", ":")
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    scripts = tmp_path_factory.mktemp("scripts")
-    # JSON, which YAML reads: its \\u escapes keep U+0085, which a YAML plain text would take for a line break
-    (scripts / "line-breakers.yaml").write_text(json.dumps(SCRIPT), encoding="utf-8")
-    process = start_server_process(Path(tmp_path_factory.mktemp("server")) / "data", "--fake-llm-scripts", str(scripts))
-    yield process
-    process.stop()
+    yield from scripted_server(tmp_path_factory, SCRIPT)
 
 
 @pytest.mark.parametrize("channel", ["gns3", *CHANNELS])

@@ -4,18 +4,17 @@ turns of one call, and it re-sent a `session_busy` twice."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
 import gns3_copilot_spec as spec
-from tests.reference_server.conftest import start_server_process
+
+from .conftest import scripted_server
 
 pytestmark = pytest.mark.slow  # a server process: left out of `python3 tasks.py test --quick`
 
@@ -31,11 +30,7 @@ TURN = "[[fake-llm:very-slow]] Check the links"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    scripts = tmp_path_factory.mktemp("scripts")
-    (scripts / "very-slow.yaml").write_text(json.dumps(SCRIPT), encoding="utf-8")
-    process = start_server_process(Path(tmp_path_factory.mktemp("server")) / "data", "--fake-llm-scripts", str(scripts))
-    yield process
-    process.stop()
+    yield from scripted_server(tmp_path_factory, SCRIPT)
 
 
 @pytest.fixture
