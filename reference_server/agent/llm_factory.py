@@ -13,6 +13,8 @@ from fake_llm.scripts import ScriptLibrary
 
 from .context import LlmSettings
 
+NO_KEY = "no-key"  # the bearer token sent to a provider configured without an api_key
+
 
 class ChatModelFactory:
     def __init__(self, library: ScriptLibrary, request_log: RequestLog) -> None:
@@ -28,8 +30,10 @@ class ChatModelFactory:
                 temperature=settings.temperature,
             )
         # Any OpenAI-compatible chat-completions server: base URL, model and API key (TESTABILITY-001).
+        # A provider without keys (a local server) gets a placeholder: the `openai` client refuses to send a request
+        # without one ("Missing credentials"), which failed every turn of a configuration without an api_key.
         return _openai_model(
-            settings.base_url, settings.api_key or "", settings.model, settings.temperature, settings.max_tokens
+            settings.base_url, settings.api_key or NO_KEY, settings.model, settings.temperature, settings.max_tokens
         )
 
 
