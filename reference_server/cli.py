@@ -16,6 +16,9 @@ from .services import Services
 from .settings import ENV_PREFIX, Settings, load_settings
 from .workers import reusable_port, supervise
 
+# The settings given as often as needed on the command line (lists in the environment and the file).
+REPEATABLE = ("fake_llm_scripts", "cors_origin", "llm_base_url_allow")
+
 
 def _option(name: str):
     field = Settings.model_fields[name]
@@ -27,7 +30,7 @@ def _option(name: str):
         return click.option(flag + "/--no-" + name.replace("_", "-"), default=None, help=help_text)
     if name == "fake_llm_scripts":
         return click.option(flag, multiple=True, type=click.Path(path_type=Path), help=help_text)
-    if name in ("cors_origin", "llm_base_url_allow"):
+    if name in REPEATABLE:
         return click.option(flag, multiple=True, help=help_text)
     return click.option(flag, default=None, help=help_text)
 
@@ -53,11 +56,7 @@ def main(config_file: Path | None, **options) -> None:
     defaults to $XDG_DATA_HOME/gns3-copilot-reference-server (~/.local/share/...). A new data directory
     gets the admin account (admin/admin) whose LLM is the in-process scripted fake LLM.
     """
-    for repeatable in (
-        "fake_llm_scripts",
-        "cors_origin",
-        "llm_base_url_allow",
-    ):  # not given: the environment or the file may say
+    for repeatable in REPEATABLE:  # not given: the environment or the file may say
         if not options.get(repeatable):
             options.pop(repeatable, None)
     try:

@@ -107,6 +107,11 @@ def validation_failed(errors: list[dict[str, Any]], message: str = "Request vali
     return ApiError(422, "validation_error", message, details=body.model_dump(exclude_none=True)["details"])
 
 
+def invalid_field(loc: list[str | int] | tuple[str | int, ...], msg: str, kind: str = "value_error") -> ApiError:
+    """A 422 for one invalid field (validation_failed with its one entry)."""
+    return validation_failed([{"loc": list(loc), "msg": msg, "type": kind}])
+
+
 def from_pydantic(error: ValidationError, prefix: tuple[str | int, ...]) -> ApiError:
     return validation_failed([{**e, "loc": (*prefix, *e["loc"])} for e in error.errors(include_url=False)])
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args, get_origin
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from .errors import invalid_json, validation_failed
+from .errors import invalid_field, invalid_json, validation_failed
 
 MAX_DEPTH = 64  # arrays and objects within one another; far beyond any body of the API, far below either parser's limit
 
@@ -74,7 +74,7 @@ async def json_body(request: Request, model: type[BaseModel]) -> Any:
     data = await json_value(request)
     raw = await request.body()  # Starlette keeps it: read once
     if not isinstance(data, dict):
-        raise validation_failed([{"loc": ["body"], "msg": "The body must be a JSON object", "type": "model_type"}])
+        raise invalid_field(["body"], "The body must be a JSON object", "model_type")
     booleans = _booleans_not_sent_as_booleans(model, data)
     try:
         value = model.model_validate_json(raw, strict=True)

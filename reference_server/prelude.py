@@ -26,7 +26,7 @@ from reference_server.agent.service import AgentService
 from reference_server.controller.auth import Authenticated, Caller
 from reference_server.controller.common import require_project_privilege
 from reference_server.controller.roles import CHAT_PRIVILEGE
-from reference_server.errors import ApiError, from_pydantic, validation_failed
+from reference_server.errors import ApiError, from_pydantic, invalid_field
 
 HISTORY_LIMIT_RANGE = (HISTORY_LIMIT_MIN, HISTORY_LIMIT_MAX)  # HISTORY-006
 _CANONICAL_LIMIT = re.compile(r"[1-9][0-9]{0,3}")  # at most 4 digits: no int() of an arbitrarily long string
@@ -75,15 +75,7 @@ def history_limit(request: Request) -> int:
     values = request.query_params.getlist("limit")
     value = int(raw) if len(values) == 1 and _CANONICAL_LIMIT.fullmatch(raw) else None
     if value is None or not low <= value <= high:
-        raise validation_failed(
-            [
-                {
-                    "loc": ["query", "limit"],
-                    "msg": f"limit must be an integer from {low} to {high}",
-                    "type": "value_error",
-                }
-            ]
-        )
+        raise invalid_field(["query", "limit"], f"limit must be an integer from {low} to {high}")
     return value
 
 
@@ -104,8 +96,7 @@ async def llm_settings(request: Request, caller: Caller, temperature: float | No
             400, "llm_not_configured", "LLM configuration not found. Please configure your LLM settings first."
         )
     chosen = configs[0]  # the default one when there is one (ordered by is_default)
-    allowed = services.settings.llm_base_url_allow  # a configuration made before the operator restricted them
-    if allowed and chosen["base_url"] and not any(chosen["base_url"].startswith(prefix) for prefix in allowed):
+    if not services.settings.allows_llm_base_url(chosen["base_url"]):  # made before the operator restricted them
         raise ApiError(
             400,
             "llm_not_configured",

@@ -80,6 +80,11 @@ class Settings(BaseSettings):
         "calls that URL for them: give the prefixes of your LLM providers to forbid the rest).",
     )
 
+    def allows_llm_base_url(self, base_url: str | None) -> bool:
+        """Whether the server may call `base_url` for a user: any URL without an allow-list, else one under it."""
+        allowed = self.llm_base_url_allow
+        return not allowed or not base_url or any(base_url.startswith(prefix) for prefix in allowed)
+
     @field_validator("llm_base_url_allow")
     @classmethod
     def _url_prefixes(cls, values: list[str]) -> list[str]:

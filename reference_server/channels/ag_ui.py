@@ -17,7 +17,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.errors import ApiError, validation_failed
+from reference_server.errors import ApiError, invalid_field
 from reference_server.json_input import json_body
 from reference_server.prelude import Authenticated, OpenedProject
 from reference_server.turns.core import TurnOutcome, TurnRequest, outcome_of, start_channel_turn
@@ -254,15 +254,7 @@ def _temperature(forwarded: Any) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 2.0:
-        raise validation_failed(
-            [
-                {
-                    "loc": ["body", "forwardedProps", "temperature"],
-                    "msg": "temperature must be a number from 0.0 to 2.0",
-                    "type": "value_error",
-                }
-            ]
-        )
+        raise invalid_field(["body", "forwardedProps", "temperature"], "temperature must be a number from 0.0 to 2.0")
     return float(value)
 
 
@@ -275,18 +267,14 @@ def turn_request(body: RunAgentInput) -> TurnRequest:
         )
     if not body.messages or body.messages[-1].role != "user":  # CHANNEL-004
         loc: list[str | int] = ["body", "messages"] + ([len(body.messages) - 1, "role"] if body.messages else [])
-        raise validation_failed([{"loc": loc, "msg": "The last message must be a user message", "type": "value_error"}])
+        raise invalid_field(loc, "The last message must be a user message")
     position = len(body.messages) - 1
     text = _message_text(body.messages[position].content)
     if text is None:
-        raise validation_failed(
-            [
-                {
-                    "loc": ["body", "messages", position, "content"],
-                    "msg": "A user message's content is a string or a list of content parts",
-                    "type": "string_type",
-                }
-            ]
+        raise invalid_field(
+            ["body", "messages", position, "content"],
+            "A user message's content is a string or a list of content parts",
+            "string_type",
         )
     return TurnRequest(
         session_id=body.thread_id,

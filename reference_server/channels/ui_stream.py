@@ -20,7 +20,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from gns3_copilot_generated.constants import CHANNEL_PATHS
-from reference_server.errors import ApiError, validation_failed
+from reference_server.errors import ApiError, invalid_field
 from reference_server.json_input import json_body
 from reference_server.prelude import HISTORY_LIMIT_RANGE, Authenticated, OpenedProject, OwnedSession, SessionIdInPath
 from reference_server.turns.core import TurnOutcome, TurnRequest, outcome_of, start_channel_turn
@@ -276,26 +276,12 @@ def turn_request(body: UiChatRequest) -> TurnRequest:
     position = len(body.messages) - 1
     last = body.messages[position]
     if last.role != "user":  # CHANNEL-004
-        raise validation_failed(
-            [
-                {
-                    "loc": ["body", "messages", position, "role"],
-                    "msg": "The last message must be a user message",
-                    "type": "literal_error",
-                }
-            ]
+        raise invalid_field(
+            ["body", "messages", position, "role"], "The last message must be a user message", "literal_error"
         )
     texts = [part.text for part in last.parts if part.type == "text"]
     if not all(isinstance(text, str) for text in texts):
-        raise validation_failed(
-            [
-                {
-                    "loc": ["body", "messages", position, "parts"],
-                    "msg": "A text part's text is a string",
-                    "type": "string_type",
-                }
-            ]
-        )
+        raise invalid_field(["body", "messages", position, "parts"], "A text part's text is a string", "string_type")
     return TurnRequest(
         session_id=body.id,
         message="".join(texts),

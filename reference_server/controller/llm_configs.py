@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
-from reference_server.errors import ApiError, from_pydantic, validation_failed
+from reference_server.errors import ApiError, from_pydantic, invalid_field
 
 from .auth import Authenticated, Caller, require_superadmin
 from .bodies import JsonInt, StrictBody
@@ -88,17 +88,8 @@ async def _config_owner(user_id: str, caller: Caller, request: Request) -> None:
 def _allowed_base_url(request: Request, base_url: str | None) -> None:
     """An operator's allow-list (--llm-base-url-allow): the server calls a configuration's base_url for its user,
     so a base_url outside every allowed prefix is refused 422 naming it."""
-    allowed = services_of(request).settings.llm_base_url_allow
-    if allowed and base_url is not None and not any(base_url.startswith(prefix) for prefix in allowed):
-        raise validation_failed(
-            [
-                {
-                    "loc": ["body", "base_url"],
-                    "msg": "this server calls only LLM providers its operator allows",
-                    "type": "value_error",
-                }
-            ]
-        )
+    if not services_of(request).settings.allows_llm_base_url(base_url):
+        raise invalid_field(["body", "base_url"], "this server calls only LLM providers its operator allows")
 
 
 @router.post("/access/users/{user_id}/llm-model-configs", status_code=201)

@@ -10,7 +10,7 @@ from pydantic import Field
 from starlette.convertors import StringConvertor, register_url_convertor
 
 import gns3_copilot_spec as spec
-from reference_server.errors import ApiError, unauthorized, validation_failed
+from reference_server.errors import ApiError, invalid_field, unauthorized
 
 from .auth import Authenticated, require_superadmin
 from .bodies import StrictBody
@@ -159,15 +159,7 @@ async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, req
     current = values.pop("current_password", None)
     if "password" in values and user_id == caller.user.user_id:  # an administrator changing another's needs none
         if current is None:
-            raise validation_failed(
-                [
-                    {
-                        "loc": ["body", "current_password"],
-                        "msg": "your current password is needed to change it",
-                        "type": "missing",
-                    }
-                ]
-            )
+            raise invalid_field(["body", "current_password"], "your current password is needed to change it", "missing")
         if not await asyncio.to_thread(verify_password, caller.user.password_hash, current):
             raise ApiError(403, "forbidden", "Permission denied: the current password is not right")
     if "password" in values:

@@ -22,7 +22,7 @@ from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LEN
 from reference_server.agent.context import set_request_context
 from reference_server.agent.turn import Turn
 from reference_server.controller.auth import Caller
-from reference_server.errors import ApiError, from_pydantic, validation_failed
+from reference_server.errors import ApiError, from_pydantic, invalid_field
 from reference_server.prelude import llm_settings, opened_project
 
 
@@ -52,14 +52,10 @@ class ChannelTurn:
 def _checked_message(wanted: TurnRequest) -> str:
     message = wanted.message
     if not isinstance(message, str) or not MESSAGE_MIN_LENGTH <= len(message) <= MESSAGE_MAX_LENGTH:
-        raise validation_failed(
-            [
-                {
-                    "loc": wanted.message_loc,
-                    "msg": f"The message must be text of {MESSAGE_MIN_LENGTH} to {MESSAGE_MAX_LENGTH} characters",
-                    "type": "string_too_short" if not message else "string_too_long",
-                }
-            ]
+        raise invalid_field(
+            wanted.message_loc,
+            f"The message must be text of {MESSAGE_MIN_LENGTH} to {MESSAGE_MAX_LENGTH} characters",
+            "string_too_short" if not message else "string_too_long",
         )
     return message
 
