@@ -52,7 +52,8 @@ def mutant_selection(name: str) -> list[str]:
     (Mutant.seen_in). The whole suite judges the unmodified server (reference_run); a mutant's run pays only for
     the checks of what it breaks, and fails exactly its targets and consequences among every requirement those
     checks judge. (Judging each mutant by whole areas instead cost the test command about 2 CPU-s a mutant, some
-    400 CPU-s in all, and found nothing more: every mutant failed the same requirements either way.)"""
+    400 CPU-s in all, and found nothing more: every mutant fails the same requirements either way, once a mutant
+    whose consequence only another area's scenario makes names that area in seen_in.)"""
     mutant = MUTANTS[name]
     areas = [area for area in dict.fromkeys(AREAS.values()) if area in mutant.seen_in]
     return sorted(mutant.targets | mutant.consequences) + areas
