@@ -74,3 +74,15 @@ SESSION_ID_MAX_LENGTH: Final = 128
 # SESSION-003: The characters of a session id, as a regular expression (its length bounded by SESSION_ID_MAX_LENGTH).
 # (spec/schemas/session-id.json#/pattern)
 SESSION_ID_PATTERN: Final = "^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.\\.[A-Za-z0-9._:-]+)$"
+
+# CHANNEL-011: The most messages a channel request's message array holds (OpenAI, Responses, UI and AG-UI).
+# (spec/channels/request-bounds.json#/$defs/messages/maxItems)
+CHANNEL_MESSAGES_MAX_ITEMS: Final = 1000
+
+# CHANNEL-011: The most characters of a turn's instructions on the OpenAI channel, system and developer messages and Responses `instructions` together.
+# (spec/channels/request-bounds.json#/$defs/instructions/maxLength)
+CHANNEL_INSTRUCTIONS_MAX_LENGTH: Final = 100000
+
+# CHANNEL-011: The longest AG-UI `runId` or `parentRunId`, in characters.
+# (spec/channels/request-bounds.json#/$defs/run_id/maxLength)
+AG_UI_RUN_ID_MAX_LENGTH: Final = 128

@@ -63,7 +63,9 @@ AREAS: dict[str, str] = {
 # Modules of checks besides the areas' own, and the area their checks belong to (their ids' first part): a
 # table-driven check whose table spans the rules of several areas (conformance/rules/session_states.py).
 PARTS: dict[str, str] = {
+    "access_creation": "access",  # creating projects, ACCESS-005 (access.py holds the other access rules)
     "boundaries": "inputs",  # every bound of openapi.yaml's requests (conformance/rules/boundaries.py)
+    "channel_bounds": "channels",  # the bounds of the channels' requests (spec/channels/request-bounds.json)
     "channel_openai_states": "channel_openai",
     "session_states": "sessions",
 }

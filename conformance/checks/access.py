@@ -35,7 +35,7 @@ from conformance.rules.operations import chat_endpoints
 from conformance.transport.exchanges import Exchange, json_or_none
 
 
-def _require_stranger(ctx: CheckContext) -> None:
+def require_stranger(ctx: CheckContext) -> None:
     if "stranger" not in ctx.env.users or ctx.env.controller is None:
         raise NotTestable(
             "the target file declares no access_control: the suite cannot make a user without access to a project"
@@ -62,7 +62,7 @@ def denied(exchange: Exchange) -> bool:
     return (exchange.status, error_code(exchange)) == DENIED
 
 
-async def _as_admin(ctx: CheckContext, method: str, path: str, json_body: Any = None) -> Exchange:
+async def as_admin(ctx: CheckContext, method: str, path: str, json_body: Any = None) -> Exchange:
     headers = {"Authorization": f"Bearer {ctx.env.controller.admin_token}"}
     return await ctx.client.call(method, path, user=None, absolute=True, headers=headers, json_body=json_body)
 
@@ -87,7 +87,7 @@ async def own_user(ctx: CheckContext, label: str, *, with_llm: bool) -> str:
 
 async def role_named(ctx: CheckContext, name: str) -> str | None:
     """The id of the role `name` in GET /v3/access/roles, or None when none has that name."""
-    exchange = await _as_admin(ctx, "GET", "/v3/access/roles")
+    exchange = await as_admin(ctx, "GET", "/v3/access/roles")
     roles = json_or_none(exchange.body) if exchange.status == 200 else None
     found = [r.get("role_id") for r in roles or [] if isinstance(r, dict) and r.get("name") == name]
     return str(found[0]) if found else None
@@ -106,7 +106,7 @@ async def write_entry(
         "propagate": propagate,
         "allowed": allowed,
     }
-    exchange = await _as_admin(ctx, "POST", "/v3/access/acl", body)
+    exchange = await as_admin(ctx, "POST", "/v3/access/acl", body)
     ace_id = (json_or_none(exchange.body) or {}).get("ace_id") if exchange.status == 201 else None
     ctx.findings.require(
         isinstance(ace_id, str),
@@ -120,7 +120,7 @@ async def write_entry(
 
 async def remove_entries(ctx: CheckContext, ace_ids: list[str]) -> None:
     for ace_id in ace_ids:
-        exchange = await _as_admin(ctx, "DELETE", f"/v3/access/acl/{ace_id}")
+        exchange = await as_admin(ctx, "DELETE", f"/v3/access/acl/{ace_id}")
         if exchange.status in (200, 204):
             ctx.env.ledger.aces.pop(ace_id, None)
 
@@ -165,7 +165,7 @@ async def refused_everywhere(
 
 @check("access.chat_endpoints")
 async def chat_endpoints_refuse_a_stranger(ctx: CheckContext) -> None:
-    _require_stranger(ctx)
+    require_stranger(ctx)
     owned = ctx.session_id("owned")
     await setup_turn(ctx, owned)  # the main user's session in the check's opened project
     before = await history(ctx, owned, "ACCESS-001")
@@ -212,7 +212,7 @@ async def chat_endpoints_refuse_a_stranger(ctx: CheckContext) -> None:
 
 @check("access.grant")
 async def a_grant_and_its_removal_apply_from_the_next_request(ctx: CheckContext) -> None:
-    _require_stranger(ctx)
+    require_stranger(ctx)
     controller = ctx.env.controller
     await setup_turn(ctx, ctx.session_id("owned"))  # the project is in use: its owner has a session there
     role = (ctx.target.data.get("access_control") or {}).get("role", "User")
@@ -239,7 +239,7 @@ async def a_grant_and_its_removal_apply_from_the_next_request(ctx: CheckContext)
 async def access_comes_before_the_llm_and_the_busy_session(ctx: CheckContext) -> None:
     """ACCESS-002 in the states the stranger of access.chat_endpoints cannot make: a user without access who has no
     LLM configuration either (403, not LLM-001's 400), and a session busy with its owner's turn (403, not 409)."""
-    _require_stranger(ctx)
+    require_stranger(ctx)
     if ctx.target.section("llm", {"mode": "preconfigured"}).get("mode") == "controller":
         bare = await own_user(ctx, "nollm", with_llm=False)
         what = "no access and no LLM configuration"
@@ -273,7 +273,7 @@ async def entries_on_parent_paths_and_denying_entries(ctx: CheckContext) -> None
     own: a grant on the parent path /projects reaches the project only when it propagates, and a denying entry on
     the project (of the granted role, or of the role that forbids all, access_control.no_access_role, denying or
     allowing) overrides the parent's grant on the chat and the controller alike."""
-    _require_stranger(ctx)
+    require_stranger(ctx)
     access = ctx.target.data.get("access_control") or {}
     role_name, no_access_name = access.get("role", "User"), access.get("no_access_role")
     role = await ctx.env.controller.role_id(role_name)
@@ -345,14 +345,14 @@ async def entries_on_parent_paths_and_denying_entries(ctx: CheckContext) -> None
 
 
 async def _status_of(ctx: CheckContext, project_id: str) -> str | None:
-    exchange = await _as_admin(ctx, "GET", f"/v3/projects/{project_id}")
+    exchange = await as_admin(ctx, "GET", f"/v3/projects/{project_id}")
     body = json_or_none(exchange.body) if exchange.status == 200 else None
     return body.get("status") if isinstance(body, dict) else None
 
 
 @check("access.controller")
 async def controller_refuses_a_stranger(ctx: CheckContext) -> None:
-    _require_stranger(ctx)
+    require_stranger(ctx)
     opened = ctx.env.project_id
     owned = ctx.session_id("owned")
     await setup_turn(ctx, owned)

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from gns3_copilot_generated.constants import CHANNEL_PATHS
+from gns3_copilot_generated.constants import AG_UI_RUN_ID_MAX_LENGTH, CHANNEL_MESSAGES_MAX_ITEMS, CHANNEL_PATHS
 from reference_server.errors import ApiError, invalid_field
 from reference_server.json_input import json_body
 from reference_server.prelude import Authenticated, OpenedProject
@@ -224,17 +224,18 @@ class AgUiMessage(_Loose):
 
 class RunAgentInput(_Loose):
     """AG-UI 1.0's RunAgentInput (`@ag-ui/core` RunAgentInputSchema): `threadId`, `runId` and `messages` are
-    required; `state` and `context` are ignored (AGUI-001); unknown members are kept by AG-UI and ignored here."""
+    required; `state` and `context` are ignored (AGUI-001); unknown members are kept by AG-UI and ignored here. The
+    contract bounds the messages and the run ids (CHANNEL-011)."""
 
     thread_id: Annotated[str, Field(alias="threadId")]
-    run_id: Annotated[str, Field(alias="runId")]
-    messages: list[AgUiMessage]
+    run_id: Annotated[str, Field(alias="runId", max_length=AG_UI_RUN_ID_MAX_LENGTH)]  # echoed: bounded (CHANNEL-011)
+    messages: Annotated[list[AgUiMessage], Field(max_length=CHANNEL_MESSAGES_MAX_ITEMS)]
     tools: list[dict[str, Any]] = []
     context: list[dict[str, Any]] = []
     state: Any = None
     forwarded_props: Annotated[Any, Field(alias="forwardedProps")] = None
     protocol_version: Annotated[str | None, Field(alias="protocolVersion")] = None
-    parent_run_id: Annotated[str | None, Field(alias="parentRunId")] = None
+    parent_run_id: Annotated[str | None, Field(alias="parentRunId", max_length=AG_UI_RUN_ID_MAX_LENGTH)] = None
 
 
 def _message_text(content: Any) -> str | None:

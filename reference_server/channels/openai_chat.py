@@ -37,6 +37,7 @@ from .openai_common import (
     error_object,
     failure_of,
     invalid,
+    joined_instructions,
     model_list,
     not_retried,
     refuse_client_tools,
@@ -70,7 +71,8 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise invalid("messages", "'messages' must be a list of messages")
-    message, instructions, earlier = split_conversation(messages, "messages", ("text",))
+    message, parts, earlier = split_conversation(messages, "messages", ("text",))
+    instructions = joined_instructions(parts, "messages")  # CHANNEL-011
     stream = checked_boolean(body, "stream", False)
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):

@@ -18,7 +18,13 @@ from typing import Any
 from jsonschema.exceptions import best_match
 
 import gns3_copilot_spec as spec
-from gns3_copilot_generated.constants import OPENAI_ERROR_TYPES, OPENAI_MODEL_ID, OPENAI_SERVER_ERROR_TYPE
+from gns3_copilot_generated.constants import (
+    CHANNEL_INSTRUCTIONS_MAX_LENGTH,
+    CHANNEL_MESSAGES_MAX_ITEMS,
+    OPENAI_ERROR_TYPES,
+    OPENAI_MODEL_ID,
+    OPENAI_SERVER_ERROR_TYPE,
+)
 from reference_server.errors import ApiError
 from reference_server.turns.core import ChannelTurn, session_header
 
@@ -231,10 +237,12 @@ def text_of(content: Any, param: str, part_types: tuple[str, ...]) -> str:
     raise invalid(param, "a message's content must be a string or a list of text parts")
 
 
-def split_conversation(messages: list[Any], param: str, part_types: tuple[str, ...]) -> tuple[str, str | None, bool]:
-    """(the turn's message, the instructions, whether earlier conversation came with it) (CHANNEL-004)."""
+def split_conversation(messages: list[Any], param: str, part_types: tuple[str, ...]) -> tuple[str, list[str], bool]:
+    """(the turn's message, the instructions' texts, whether earlier conversation came with it) (CHANNEL-004)."""
     if not messages:
         raise invalid(param, f"'{param}' must hold at least the user's message")
+    if len(messages) > CHANNEL_MESSAGES_MAX_ITEMS:  # CHANNEL-011
+        raise invalid(param, f"'{param}' holds {len(messages)} messages, more than {CHANNEL_MESSAGES_MAX_ITEMS}")
     instructions, earlier = [], False
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in MESSAGE_ROLES:
@@ -252,4 +260,17 @@ def split_conversation(messages: list[Any], param: str, part_types: tuple[str, .
     if final.get("role") != "user":
         raise invalid(param, "the last message must be the user's message: it is the turn's message")
     text = text_of(final.get("content"), f"{param}[{len(messages) - 1}].content", part_types)
-    return text, "\n\n".join(instructions) or None, earlier
+    return text, instructions, earlier
+
+
+def joined_instructions(parts: list[str], param: str) -> str | None:
+    """The turn's instructions, one part after another; their characters counted together are bounded (CHANNEL-011),
+    as each is added to the system prompt of every generation of the turn."""
+    counted = sum(len(part) for part in parts)
+    if counted > CHANNEL_INSTRUCTIONS_MAX_LENGTH:
+        raise invalid(
+            param,
+            f"the instructions hold {counted} characters, more than {CHANNEL_INSTRUCTIONS_MAX_LENGTH}: system and "
+            "developer messages and 'instructions' are counted together",
+        )
+    return "\n\n".join(part for part in parts if part) or None

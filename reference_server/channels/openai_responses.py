@@ -42,6 +42,7 @@ from .openai_common import (
     error_object,
     failure_of,
     invalid,
+    joined_instructions,
     not_retried,
     refuse_client_tools,
     refuse_off_schema,
@@ -115,7 +116,7 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | 
         raise unsupported("store")  # responses are not kept for retrieval; the session is the record
     given = body.get("input")
     if isinstance(given, str):
-        message, instructions, earlier, loc = given, None, False, ("body", "input")
+        message, instructions, earlier, loc = given, [], False, ("body", "input")
     elif isinstance(given, list):
         message, instructions, earlier = split_conversation(given, "input", INPUT_PART_TYPES)
         loc = ("body", "input", len(given) - 1, "content")
@@ -124,7 +125,8 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | 
     extra = body.get("instructions")
     if extra is not None and not isinstance(extra, str):
         raise invalid("instructions", "'instructions' must be a string")
-    instructions = "\n\n".join(part for part in (extra, instructions) if part) or None
+    parts = [extra, *instructions] if extra else instructions
+    instructions = joined_instructions(parts, "instructions" if extra else "input")  # CHANNEL-011
     checked_user(body)
     checked_token_bound(body, "max_output_tokens")
     named, temperature = checked_metadata(body).get("session_id"), checked_temperature(body)

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from gns3_copilot_generated.constants import CHANNEL_PATHS
+from gns3_copilot_generated.constants import CHANNEL_MESSAGES_MAX_ITEMS, CHANNEL_PATHS
 from reference_server.errors import ApiError, invalid_field
 from reference_server.json_input import json_body
 from reference_server.prelude import HISTORY_LIMIT_RANGE, Authenticated, OpenedProject, OwnedSession, SessionIdInPath
@@ -260,7 +260,7 @@ class UiChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     id: str
-    messages: Annotated[list[UiMessageIn], Field(min_length=1)]
+    messages: Annotated[list[UiMessageIn], Field(min_length=1, max_length=CHANNEL_MESSAGES_MAX_ITEMS)]  # CHANNEL-011
     trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
     messageId: str | None = None  # the wire name; not read
     temperature: Annotated[float | None, Field(ge=0.0, le=2.0)] = None

@@ -40,6 +40,9 @@ def canonical_path(path: str) -> str | None:
     return path.lower()
 
 
+PROJECTS_PATH = "/projects"  # where Project.Allocate lets a user create projects (ACCESS-005)
+
+
 def project_path(project_id: str) -> str:
     return f"/projects/{project_id}"
 

@@ -10,13 +10,14 @@ from pydantic import Field
 
 from reference_server.agent.tools import write_default_topology
 from reference_server.errors import ApiError
+from reference_server.json_input import json_body
 from reference_server.private_files import private_dir, write_private
 
-from .access import AccessControl
+from .access import PROJECTS_PATH, AccessControl
 from .auth import Authenticated, Caller
 from .bodies import StrictBody
 from .common import require_project_privilege, services_of
-from .roles import CHAT_PRIVILEGE
+from .roles import ALLOCATE_PRIVILEGE, CHAT_PRIVILEGE
 from .store import Conflict, Project
 
 router = APIRouter(prefix="/v3")
@@ -49,8 +50,13 @@ async def _project(project_id: str, request: Request, caller: Caller, privilege:
 
 
 @router.post("/projects", status_code=201)
-async def create_project(body: NewProject, caller: Authenticated, request: Request) -> dict[str, Any]:
+async def create_project(caller: Authenticated, request: Request) -> dict[str, Any]:
+    """Project.Allocate on /projects first, as gns3-server asks it, then the body: a caller who may not create
+    projects learns nothing from this endpoint, not even that a name is taken (ACCESS-005)."""
     services = services_of(request)
+    if not await AccessControl(services.store).has_privilege(caller.user, PROJECTS_PATH, ALLOCATE_PRIVILEGE):
+        raise ApiError(403, "forbidden", f"Permission denied (privilege {ALLOCATE_PRIVILEGE} is required)")
+    body: NewProject = await json_body(request, NewProject)
     try:
         project = await services.store.add_project(body.name)
     except Conflict as exc:
@@ -94,7 +100,7 @@ async def get_project(project_id: str, caller: Authenticated, request: Request) 
 @router.post("/projects/{project_id}/open")
 async def open_project(project_id: str, caller: Authenticated, request: Request) -> dict[str, Any]:
     services = services_of(request)
-    await _project(project_id, request, caller, "Project.Allocate")
+    await _project(project_id, request, caller, ALLOCATE_PRIVILEGE)
     await services.manager.open_project(project_id, services.project_dir(project_id))  # migrates (MIGRATION-001)
     await services.store.set_project_status(project_id, "opened")
     return _project_json(await services.store.project(project_id), request)
@@ -103,7 +109,7 @@ async def open_project(project_id: str, caller: Authenticated, request: Request)
 @router.post("/projects/{project_id}/close", status_code=204)
 async def close_project(project_id: str, caller: Authenticated, request: Request) -> Response:
     services = services_of(request)
-    await _project(project_id, request, caller, "Project.Allocate")
+    await _project(project_id, request, caller, ALLOCATE_PRIVILEGE)
     await services.store.set_project_status(project_id, "closed")
     await services.manager.close_project(project_id)
     return Response(status_code=204)
@@ -112,7 +118,7 @@ async def close_project(project_id: str, caller: Authenticated, request: Request
 @router.delete("/projects/{project_id}", status_code=204)
 async def delete_project(project_id: str, caller: Authenticated, request: Request) -> Response:
     services = services_of(request)
-    await _project(project_id, request, caller, "Project.Allocate")
+    await _project(project_id, request, caller, ALLOCATE_PRIVILEGE)
     await services.store.remove_project(project_id)  # on a full disk this fails first: 503, nothing is deleted
     try:
         await AccessControl(services.store).forget_project(project_id)

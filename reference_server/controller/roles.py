@@ -19,6 +19,7 @@ BUILTIN_ROLES = {
 }
 CREATOR_ROLE = "User"
 NO_ACCESS_ROLE = "No Access"  # an entry of it denies every privilege, whether it allows or not (access.py)
+ALLOCATE_PRIVILEGE = "Project.Allocate"  # on /projects: create a project (ACCESS-005); on one: open, close, delete
 CHAT_PRIVILEGE = "Project.Audit"  # seeing a project is enough to chat about it: the sessions are the user's own
 
 # Fixed ids (uuid5 of the name), so that every data directory names the built-in roles alike.

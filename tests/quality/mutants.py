@@ -650,3 +650,4 @@ from . import mutants_bounds  # noqa: E402, F401, I001  (values at their bounds,
 from . import mutants_channel_states  # noqa: E402, F401, I001  (the channels in the states of issue 31)
 from . import mutants_states  # noqa: E402, F401, I001  (the session operations in each state: sessions.states)
 from . import mutants_tools  # noqa: E402, F401, I001  (tools that raise, are slow, or are unknown)
+from . import mutants_channel_bounds  # noqa: E402, F401, I001  (the channels' request bounds, CHANNEL-011)

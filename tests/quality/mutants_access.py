@@ -1,8 +1,8 @@
 """Mutants of project access control (ACCESS-*) and the controller (CONTROLLER-001), one per way an implementer gets
 it wrong: the chat forgets to ask, asks after the project's existence or after the LLM configuration, the controller
 forgets to ask, grants are cached past their removal or parent grants read once, a deny removes only its own role's
-privileges, a grant propagates though it should not, the LLM configurations' 403 or a token's expiry is forgotten.
-Registered in MUTANTS by tests/quality/mutants.py."""
+privileges, a grant propagates though it should not, the LLM configurations' 403 or a token's expiry is forgotten,
+anyone creates projects or is asked for the privilege only after the body and the name. Registered in MUTANTS by tests/quality/mutants.py."""
 
 from __future__ import annotations
 
@@ -56,7 +56,9 @@ def _controller_ignores_access() -> None:
     "grants-cached",
     "a granted privilege is remembered per user and project: removing the grant changes nothing until a restart",
     {"ACCESS-003"},
-    {"ACCESS-004"},  # nor does a deny written later: the controller still lets the user read and close the project
+    # Nor does a deny written later: the controller still lets the user read and close the project; and a user once
+    # allowed to create projects still may when the entry that allowed it is gone.
+    {"ACCESS-004", "ACCESS-005"},
 )
 def _grants_cached() -> None:
     from reference_server.controller.access import AccessControl
@@ -106,6 +108,7 @@ def _deny_only_its_roles_privileges() -> None:
     "grant-propagates-always",
     "an entry on a parent path reaches the paths below it even when it does not propagate",
     {"ACCESS-003"},
+    {"ACCESS-005"},  # a role on / that does not propagate lets its user create projects under /projects
 )
 def _grant_propagates_always() -> None:
     import reference_server.controller.access as access
@@ -119,6 +122,7 @@ def _grant_propagates_always() -> None:
     "a user's entries on parent paths are read at their first request and kept: a grant on /projects made later "
     "never reaches the projects",
     {"ACCESS-003"},
+    {"ACCESS-005"},  # nor lets the user create projects
 )
 def _parent_grants_read_once() -> None:
     import reference_server.controller.access as access
@@ -224,3 +228,85 @@ def _busy_before_access() -> None:
             raise
 
     preconditions.require_project_privilege = busy_first
+
+
+@mutant(
+    "anyone-creates-projects",
+    "any user creates projects: POST /v3/projects never asks for Project.Allocate on /projects",
+    {"ACCESS-005"},
+)
+def _anyone_creates_projects() -> None:
+    from reference_server.controller import projects
+    from reference_server.controller.access import PROJECTS_PATH, AccessControl
+
+    class Anyone(AccessControl):
+        async def has_privilege(self, user, path, privilege):
+            return path == PROJECTS_PATH or await super().has_privilege(user, path, privilege)
+
+    projects.AccessControl = Anyone
+
+
+def _privilege_asked_after(what: str) -> None:
+    """POST /v3/projects asks for Project.Allocate only once it has read its body (`body`), or once it has also
+    looked the name up (`name`): the usual order of a framework that validates the body before the handler runs."""
+    from contextvars import ContextVar
+
+    from reference_server.controller import projects
+    from reference_server.controller.access import PROJECTS_PATH, AccessControl
+    from reference_server.controller.store import Conflict, ControllerStore
+    from reference_server.errors import ApiError
+
+    asked: ContextVar = ContextVar("allocate_asked", default=None)
+
+    class Later(AccessControl):
+        async def has_privilege(self, user, path, privilege):
+            if path != PROJECTS_PATH:
+                return await super().has_privilege(user, path, privilege)
+            asked.set((self, user, privilege))  # answered later, in this request's task
+            return True
+
+    async def answer_now() -> None:
+        held, _ = asked.get(), asked.set(None)
+        if held is not None and not await AccessControl.has_privilege(held[0], held[1], PROJECTS_PATH, held[2]):
+            raise ApiError(403, "forbidden", f"Permission denied (privilege {held[2]} is required)")
+
+    projects.AccessControl = Later
+    if what == "body":
+        read = projects.json_body
+
+        async def json_body(request, model):
+            body = await read(request, model)
+            await answer_now()
+            return body
+
+        projects.json_body = json_body
+        return
+    add = ControllerStore.add_project
+
+    async def add_project(self, name):
+        if any(project.name == name for project in await self.list_projects()):
+            raise Conflict(f'Project "{name}" already exists')
+        await answer_now()
+        return await add(self, name)
+
+    ControllerStore.add_project = add_project
+
+
+@mutant(
+    "creation-body-before-privilege",
+    "POST /v3/projects validates its body before it asks for Project.Allocate: a user who may not create projects "
+    "gets 422 for an invalid body",
+    {"ACCESS-005"},
+)
+def _creation_body_before_privilege() -> None:
+    _privilege_asked_after("body")
+
+
+@mutant(
+    "creation-name-before-privilege",
+    "POST /v3/projects looks the name up before it asks for Project.Allocate: a user who may not create projects "
+    "learns from a 409 that a project they cannot see holds that name",
+    {"ACCESS-005"},
+)
+def _creation_name_before_privilege() -> None:
+    _privilege_asked_after("name")

@@ -715,7 +715,7 @@ def _channel_reads_client_history() -> None:
         message, instructions, earlier = split_conversation(messages, param, part_types)
         copied = [m.get("content") for m in messages[:-1] if m.get("role") in ("user", "assistant")]
         texts = [text for text in copied if isinstance(text, str)]
-        return message, "\n\n".join([*filter(None, [instructions]), *texts]) or None, earlier
+        return message, [*instructions, *texts], earlier
 
     openai_chat.split_conversation = with_history
     openai_responses.split_conversation = with_history

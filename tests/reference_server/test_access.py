@@ -61,6 +61,7 @@ async def test_a_caller_without_access_gets_one_refusal_on_every_chat_endpoint(l
 async def test_a_project_belongs_to_its_creator_and_others_need_a_grant(lab: Lab):
     alice_id, alice = await lab.add_user("alice", access=None)
     _, bob = await lab.add_user("bob", access=None)
+    await lab.grant(alice_id, "/projects", propagate=False)  # she may create projects (ACCESS-005), see none
     response = await lab.client.post("/v3/projects", json={"name": "alices-lab"}, headers=alice)
     assert response.status_code == 201, response.text
     project = response.json()["project_id"]

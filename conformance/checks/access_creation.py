@@ -1,0 +1,115 @@
+"""Creating projects (ACCESS-005): `POST /v3/projects` needs `Project.Allocate` on `/projects`, as gns3-server 3.x
+asks it, before the body is looked at. Judged for a user of the check's own in each state the rule covers: no entry
+(with a fresh name, a taken name and an invalid body alike), the role on `/projects` with and without propagation,
+on `/` with and without it, and a deny on `/projects` under a grant on `/`."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from conformance.checks import check
+from conformance.checks.access import as_admin, own_user, remove_entries, require_stranger, write_entry
+from conformance.checks.context import CheckContext
+from conformance.transport.exchanges import json_or_none
+
+REQUIREMENT = "ACCESS-005"
+
+
+async def _projects_named(ctx: CheckContext, name: str) -> list[str]:
+    """The ids of the projects called `name`, as the administrator lists them."""
+    listing = await as_admin(ctx, "GET", "/v3/projects")
+    found = json_or_none(listing.body) if listing.status == 200 else None
+    return [p.get("project_id") for p in found or [] if isinstance(p, dict) and p.get("name") == name]
+
+
+async def _taken_name(ctx: CheckContext) -> str | None:
+    answer = await as_admin(ctx, "GET", f"/v3/projects/{ctx.env.project_id}")
+    body = json_or_none(answer.body) if answer.status == 200 else None
+    return body.get("name") if isinstance(body, dict) else None
+
+
+async def _create(ctx: CheckContext, user: str, body: Any, who: str, *, may: bool) -> None:
+    """POST /v3/projects as `user`: 201 and the project made when it `may`, else 403 and nothing made."""
+    exchange = await ctx.client.call("POST", "/v3/projects", user=user, absolute=True, json_body=body)
+    name = body.get("name") if isinstance(body, dict) else None
+    made = await _projects_named(ctx, name) if isinstance(name, str) and name else []
+    for project_id in made:  # the check's own: the administrator deletes it
+        ctx.env.ledger.projects[project_id] = name
+    if may:
+        ctx.findings.expect(
+            REQUIREMENT,
+            exchange.status == 201 and len(made) == 1,
+            f"POST /v3/projects {body} by {who}: answered {exchange.excerpt()}, {len(made)} project(s) of that "
+            "name made; expected 201 and the project",
+            exchange,
+        )
+    else:
+        ctx.findings.expect(
+            REQUIREMENT,
+            exchange.status == 403 and not made,
+            f"POST /v3/projects {body} by {who}: answered {exchange.excerpt()}, {len(made)} project(s) of that "
+            "name made; expected 403 and nothing made",
+            exchange,
+        )
+    for project_id in made:
+        deleted = await as_admin(ctx, "DELETE", f"/v3/projects/{project_id}")
+        if deleted.status in (200, 204):
+            ctx.env.ledger.projects.pop(project_id, None)
+
+
+def _fresh() -> dict[str, str]:
+    return {"name": f"conformance-allocate-{secrets.token_hex(4)}"}
+
+
+@check("access.project_creation")
+async def creating_projects_needs_the_allocate_privilege(ctx: CheckContext) -> None:
+    require_stranger(ctx)
+    access = ctx.target.data.get("access_control") or {}
+    role_name = access.get("role", "User")
+    role = await ctx.env.controller.role_id(role_name)
+    user = await own_user(ctx, "allocate", with_llm=False)
+    taken = await _taken_name(ctx)
+    nobody = "a user with no entry"
+    await _create(ctx, user, _fresh(), nobody, may=False)
+    await _create(ctx, user, {"name": ""}, f"{nobody} (an invalid body)", may=False)
+    if taken is not None:
+        exchange = await ctx.client.call("POST", "/v3/projects", user=user, absolute=True, json_body={"name": taken})
+        ctx.findings.expect(
+            REQUIREMENT,
+            exchange.status == 403,
+            f"POST /v3/projects with the taken name of the check's project by {nobody}: answered "
+            f"{exchange.excerpt()}, expected 403 (a 409 tells the name is taken)",
+            exchange,
+        )
+    states = [  # (what, [(path, propagate, allowed)], may create)
+        (f"{role_name} on /projects, not propagating", [("/projects", False, True)], True),
+        (f"{role_name} on /projects, propagating", [("/projects", True, True)], True),
+        (f"{role_name} on /, propagating", [("/", True, True)], True),
+        (f"{role_name} on /, not propagating", [("/", False, True)], False),
+        (
+            f"{role_name} on /, propagating, and a deny of it on /projects",
+            [("/", True, True), ("/projects", True, False)],
+            False,
+        ),
+    ]
+    for what, entries, may in states:
+        made = [
+            await write_entry(ctx, REQUIREMENT, user, path, role, propagate=propagate, allowed=allowed)
+            for path, propagate, allowed in entries
+        ]
+        try:
+            await _create(ctx, user, _fresh(), f"a user with {what}", may=may)
+            if may and taken is not None:
+                exchange = await ctx.client.call(
+                    "POST", "/v3/projects", user=user, absolute=True, json_body={"name": taken}
+                )
+                ctx.findings.expect(
+                    REQUIREMENT,
+                    exchange.status == 409,
+                    f"POST /v3/projects with a taken name by a user with {what}: answered {exchange.excerpt()}, "
+                    "expected 409 (names are unique across the controller)",
+                    exchange,
+                )
+        finally:
+            await remove_entries(ctx, made)
