@@ -66,6 +66,7 @@ PARTS: dict[str, str] = {
     "access_creation": "access",  # creating projects, ACCESS-005 (access.py holds the other access rules)
     "boundaries": "inputs",  # every bound of openapi.yaml's requests (conformance/rules/boundaries.py)
     "channel_bounds": "channels",  # the bounds of the channels' requests (spec/channels/request-bounds.json)
+    "channel_disconnects": "channels",  # CHANNEL-009's disconnects, streamed or not
     "channel_openai_states": "channel_openai",
     "session_states": "sessions",
 }

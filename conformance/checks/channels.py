@@ -10,13 +10,12 @@ serves it (`needs=("channel_gns3",)`); a peer serving one protocol is judged on 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from typing import Any
 
 from conformance.channels.aborts import abort_turn, aborted_scripts
 from conformance.channels.client import ChannelClient
-from conformance.channels.endpoints import OPENAI_ENDPOINTS, STREAMING, Endpoint
+from conformance.channels.endpoints import OPENAI_ENDPOINTS, STREAMING
 from conformance.checks import check
 from conformance.checks.blame import require_scripted, unless_blocked
 from conformance.checks.context import CheckContext
@@ -28,7 +27,6 @@ from conformance.checks.support_channels import (
     conversation_refusals,
     deleted_conversation,
     endpoints,
-    first_words,
     judge_error_message,
     judge_refusal,
     kept_problems,
@@ -39,9 +37,7 @@ from conformance.checks.support_channels import (
     refused_before_stream,
     usage_violations,
 )
-from conformance.checks.turns import Turn, post_turn, run_tag
-from conformance.errors import NotTestable
-from conformance.rules import aborted as aborted_rules
+from conformance.checks.turns import post_turn, run_tag
 
 ABORT_WITHIN = 5.0  # seconds (CHANNEL-009, as ABORT-002)
 DRIBBLE = "cs-dribble-tool"  # its first words, then three more and a call, 0.8 s apart: the turn's rest takes 4 s
@@ -291,50 +287,7 @@ async def heartbeat(ctx: CheckContext) -> None:
         )
 
 
-# --- CHANNEL-009 -----------------------------------------------------------------------------------------------
-
-
-@check("channels.disconnect", slow=True, needs=("channel_gns3",), slow_tool=True)
-async def disconnect(ctx: CheckContext) -> None:
-    """A client that goes away from a channel's stream at its first words, while the answer dribbles and a tool and
-    a generation are still to come: the turn stops (it makes neither), ends, is kept and counted, and the session
-    takes a new turn."""
-
-    async def one(chosen: Endpoint) -> tuple[Turn, float]:
-        turn = await post_turn(ctx, chosen, DRIBBLE, label=f"d-{chosen.name}", session_id=new_session(chosen),
-                               stop_when=first_words)  # fmt: skip
-        return turn, time.time()
-
-    for turn, left in await asyncio.gather(*(one(e) for e in endpoints(ctx))):
-        name, answer = turn.answer.endpoint.name, turn.answer
-        if answer.status == 200 and (answer.completed or answer.endpoint.ended(answer)):
-            raise NotTestable(f"{name}: the turn was sent whole before the suite could disconnect: nothing was cut")
-        await require_scripted(ctx, turn, "CHANNEL-009", cut=True)
-        session = answer.session_id
-        ctx.findings.require(bool(session), "CHANNEL-009", f"{name}: the answer names no session", answer.exchange)
-        problems = await kept_problems(ctx, session, answer.message)
-        ctx.findings.expect(
-            "CHANNEL-009",
-            not problems,
-            f"{name}: after the client went away, session {session}: " + "; ".join(problems),
-            answer.exchange,
-        )
-        # read once the turn was kept (ended); a generation begun within STOP_MARGIN may predate the server's notice
-        went_on = aborted_rules.began_after(await ctx.llm.main_requests(turn.run), left + STOP_MARGIN)
-        ctx.findings.expect(
-            "CHANNEL-009",
-            not went_on,
-            f"{name}: the client went away at the first words, and the turn went on: a later generation began "
-            f"{max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
-            answer.exchange,
-        )
-        after = await post_turn(ctx, answer.endpoint, "cs-plain", label=f"d2-{name}", session_id=session)
-        ctx.findings.expect(
-            "CHANNEL-009",
-            after.answer.status == 200 and after.answer.streamed,
-            f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
-            after.answer.exchange,
-        )
+# --- CHANNEL-009 (disconnects: channel_disconnects.py) ---------------------------------------------------------
 
 
 @check("channels.abort", slow=True, timed=("CHANNEL-009",), needs=("channel_gns3", "abort"), slow_tool=True)

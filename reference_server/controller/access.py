@@ -1,4 +1,4 @@
-"""Project access control, shaped like gns3-server 3.x's role-based access control (ACCESS-001..004).
+"""Project access control, shaped like gns3-server 3.x's role-based access control (ACCESS-001..005).
 
 The part a chat client meets: privileges, built-in roles that hold them, and access control entries (ACEs) that
 give a user a role on a resource path (`/`, `/projects`, `/projects/{project_id}`). A privilege on a path is

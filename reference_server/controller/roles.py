@@ -1,5 +1,5 @@
 """The privileges and built-in roles of project access control, as gns3-server 3.x names them, and the tables
-that hold them with the access control entries (ACCESS-001..004; the rule that decides is access.py's)."""
+that hold them with the access control entries (ACCESS-001..005; the rule that decides is access.py's)."""
 
 from __future__ import annotations
 

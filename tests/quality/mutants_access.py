@@ -1,8 +1,9 @@
-"""Mutants of project access control (ACCESS-*) and the controller (CONTROLLER-001), one per way an implementer gets
-it wrong: the chat forgets to ask, asks after the project's existence or after the LLM configuration, the controller
+"""Mutants of project access control (ACCESS-*) and the controller (CONTROLLER-001), one per way an implementer gets it
+wrong: the chat forgets to ask, asks after the project's existence or after the LLM configuration, the controller
 forgets to ask, grants are cached past their removal or parent grants read once, a deny removes only its own role's
 privileges, a grant propagates though it should not, the LLM configurations' 403 or a token's expiry is forgotten,
-anyone creates projects or is asked for the privilege only after the body and the name. Registered in MUTANTS by tests/quality/mutants.py."""
+anyone creates projects or is asked for the privilege only after the body and the name. Registered in MUTANTS by
+tests/quality/mutants.py."""
 
 from __future__ import annotations
 

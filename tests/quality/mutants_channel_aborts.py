@@ -1,8 +1,8 @@
-"""Mutants of the channels' aborts, disconnects and project access (issue 31): an abort or a disconnect that stops
-nothing, each protocol's aborted turn ended the wrong way (UI without `abort`, AG-UI without the cancelled outcome,
-OpenAI with another finish reason), a call cut short left open (UI, AG-UI), and channel endpoints that let in a user
-without access to the project. Each patches the reference server in the mutant's process only and names the areas its
-run needs (`only`). Registered in tests/quality/mutants.py's MUTANTS by importing this module.
+"""Mutants of the channels' aborts, disconnects and project access (issue 31): an abort or a disconnect (streamed or
+not) that stops nothing, each protocol's aborted turn ended the wrong way (UI without `abort`, AG-UI without the
+cancelled outcome, OpenAI with another finish reason), a call cut short left open (UI, AG-UI), and channel endpoints
+that let in a user without access to the project. Each patches the reference server in the mutant's process only and
+names the areas its run needs (`only`). Registered in tests/quality/mutants.py's MUTANTS by importing this module.
 """
 
 from __future__ import annotations
@@ -45,6 +45,23 @@ def _channel_disconnect_runs_on() -> None:
         return batches()
 
     core.contract_events = sse.contract_events = contract_events
+
+
+@mutant(
+    "unstreamed-disconnect-runs-on",
+    "an OpenAI turn asked not to stream runs to its end after its client went away (the stream's disconnect stops "
+    "it): a client that times out and retries leaves whole turns running behind it",
+    {"CHANNEL-009"},
+    only=(SHARED,),
+)
+def _unstreamed_disconnect_runs_on() -> None:
+    from reference_server.channels import openai_chat, openai_responses
+    from reference_server.turns import core
+
+    async def run_to_end(channel_turn, _request):
+        return await core._collected(channel_turn)  # never watches the client
+
+    openai_chat.run_to_end = openai_responses.run_to_end = run_to_end
 
 
 @mutant(

@@ -243,6 +243,12 @@ export const listProjects = <ThrowOnError extends boolean = false>(options?: Opt
 
 /**
  * Create a project; it is opened at once
+ *
+ * As in gns3-server 3.x, the caller needs the privilege `Project.Allocate` on `/projects` (an entry there, or a
+ * propagating one on `/`; ACCESS-005), else 403 before the body is looked at. Project names are unique across
+ * the controller: a name taken is answered 409, so that only a caller trusted to create projects learns it.
+ * The creator gets the role `User` on the new project.
+ *
  */
 export const createProject = <ThrowOnError extends boolean = false>(options: Options<CreateProjectData, ThrowOnError>): RequestResult<CreateProjectResponses, CreateProjectErrors, ThrowOnError> => (options.client ?? client).post<CreateProjectResponses, CreateProjectErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],

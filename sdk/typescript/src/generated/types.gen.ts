@@ -27126,6 +27126,40 @@ export type ControllerLlmModelConfigCreateProvider = 'openai' | 'fake';
 
 export type ControllerLlmModelConfigCreateTemperature = number;
 
+export type RequestBoundsAgUi = {
+    messages?: RequestBoundsMessages;
+    runId?: RequestBoundsRunId;
+    parentRunId?: RequestBoundsRunId;
+};
+
+/**
+ * The turn's instructions on the OpenAI channel, in characters: the Responses `instructions`, and the text of the system and developer messages, all counted together.
+ */
+export type RequestBoundsInstructions = unknown;
+
+/**
+ * A request's message array: OpenAI `messages`, a Responses `input` list, UI `messages`, AG-UI `messages`.
+ */
+export type RequestBoundsMessages = unknown;
+
+export type RequestBoundsOpenaiChat = {
+    messages?: RequestBoundsMessages;
+};
+
+export type RequestBoundsOpenaiResponses = {
+    input?: RequestBoundsMessages;
+    instructions?: RequestBoundsInstructions;
+};
+
+/**
+ * An AG-UI run id the server echoes in RUN_STARTED and RUN_FINISHED (`runId`, `parentRunId`), in characters.
+ */
+export type RequestBoundsRunId = unknown;
+
+export type RequestBoundsUi = {
+    messages?: RequestBoundsMessages;
+};
+
 /**
  * The controller user (`user_id` of `GET /v3/access/users/me`).
  */
@@ -27675,7 +27709,7 @@ export type AbortSessionTurnResponses = {
 export type AbortSessionTurnResponse = AbortSessionTurnResponses[keyof AbortSessionTurnResponses];
 
 export type OpenaiChatCompletionsData = {
-    body: OpenaiChatCompletionCreateParamsStreaming | OpenaiChatCompletionCreateParamsNonStreaming;
+    body: (OpenaiChatCompletionCreateParamsStreaming | OpenaiChatCompletionCreateParamsNonStreaming) & RequestBoundsOpenaiChat;
     path: {
         /**
          * The GNS3 project (a UUID).
@@ -27757,7 +27791,7 @@ export type OpenaiChatCompletionsResponses = {
 export type OpenaiChatCompletionsResponse = OpenaiChatCompletionsResponses[keyof OpenaiChatCompletionsResponses];
 
 export type OpenaiResponsesData = {
-    body: OpenaiResponseCreateParamsStreaming | OpenaiResponseCreateParamsNonStreaming;
+    body: (OpenaiResponseCreateParamsStreaming | OpenaiResponseCreateParamsNonStreaming) & RequestBoundsOpenaiResponses;
     path: {
         /**
          * The GNS3 project (a UUID).
@@ -27890,7 +27924,7 @@ export type OpenaiListModelsResponses = {
 export type OpenaiListModelsResponse = OpenaiListModelsResponses[keyof OpenaiListModelsResponses];
 
 export type UiMessageStreamData = {
-    body: UiChatRequest;
+    body: UiChatRequest & RequestBoundsUi;
     path: {
         /**
          * The GNS3 project (a UUID).
@@ -28021,7 +28055,7 @@ export type UiSessionMessagesResponses = {
 export type UiSessionMessagesResponse = UiSessionMessagesResponses[keyof UiSessionMessagesResponses];
 
 export type AgUiRunData = {
-    body: AgUiRunAgentInput;
+    body: AgUiRunAgentInput & RequestBoundsAgUi;
     path: {
         /**
          * The GNS3 project (a UUID).
@@ -28235,6 +28269,14 @@ export type CreateProjectErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,

@@ -1,0 +1,117 @@
+"""Disconnects (CHANNEL-009): a client that goes away before its answer is complete stops the turn, whether it read
+a stream (every channel) or waited for one JSON answer (the OpenAI endpoints asked not to stream): the turn makes
+no further generation, ends, is kept and counted, and the session takes a new turn. Aborts are channels.py's."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from conformance.channels.client import ChannelClient
+from conformance.channels.endpoints import Endpoint
+from conformance.checks import check
+from conformance.checks.blame import raise_if_blocked, require_scripted
+from conformance.checks.context import CheckContext
+from conformance.checks.support import generation_started, wait_for
+from conformance.checks.support_channels import endpoints, first_words, kept_problems, new_session
+from conformance.checks.turns import Turn, post_turn, run_tag
+from conformance.errors import NotTestable
+from conformance.rules import aborted as aborted_rules
+
+DRIBBLE = "cs-dribble-tool"  # its first words, then three more and a call, 0.8 s apart: the turn's rest takes 4 s
+STOP_MARGIN = 2.0  # seconds: a generation begun this long after the client went away was begun by a turn not stopped
+
+
+@check("channels.disconnect", slow=True, needs=("channel_gns3",), slow_tool=True)
+async def disconnect(ctx: CheckContext) -> None:
+    """A client that goes away from a channel's stream at its first words, while the answer dribbles and a tool and
+    a generation are still to come: the turn stops (it makes neither), ends, is kept and counted, and the session
+    takes a new turn."""
+
+    async def one(chosen: Endpoint) -> tuple[Turn, float]:
+        turn = await post_turn(ctx, chosen, DRIBBLE, label=f"d-{chosen.name}", session_id=new_session(chosen),
+                               stop_when=first_words)  # fmt: skip
+        return turn, time.time()
+
+    for turn, left in await asyncio.gather(*(one(e) for e in endpoints(ctx))):
+        name, answer = turn.answer.endpoint.name, turn.answer
+        if answer.status == 200 and (answer.completed or answer.endpoint.ended(answer)):
+            raise NotTestable(f"{name}: the turn was sent whole before the suite could disconnect: nothing was cut")
+        await require_scripted(ctx, turn, "CHANNEL-009", cut=True)
+        session = answer.session_id
+        ctx.findings.require(bool(session), "CHANNEL-009", f"{name}: the answer names no session", answer.exchange)
+        problems = await kept_problems(ctx, session, answer.message)
+        ctx.findings.expect(
+            "CHANNEL-009",
+            not problems,
+            f"{name}: after the client went away, session {session}: " + "; ".join(problems),
+            answer.exchange,
+        )
+        # read once the turn was kept (ended); a generation begun within STOP_MARGIN may predate the server's notice
+        went_on = aborted_rules.began_after(await ctx.llm.main_requests(turn.run), left + STOP_MARGIN)
+        ctx.findings.expect(
+            "CHANNEL-009",
+            not went_on,
+            f"{name}: the client went away at the first words, and the turn went on: a later generation began "
+            f"{max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
+            answer.exchange,
+        )
+        after = await post_turn(ctx, answer.endpoint, "cs-plain", label=f"d2-{name}", session_id=session)
+        ctx.findings.expect(
+            "CHANNEL-009",
+            after.answer.status == 200 and after.answer.streamed,
+            f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
+            after.answer.exchange,
+        )
+
+
+@check("channels.disconnect_unstreamed", slow=True, needs=("channel_gns3",), slow_tool=True)
+async def disconnect_unstreamed(ctx: CheckContext) -> None:
+    """A client of an OpenAI endpoint that asked for one JSON answer and goes away while the answer is still being
+    made (its first generation reached the model, a tool and a generation still to come): the turn stops as a
+    stream's does, is kept and counted, and the session takes a new turn. A client library that times out and
+    retries must not leave whole turns running behind it."""
+    chosen_ones = [e for e in endpoints(ctx) if e.channel == "openai"]
+    if not chosen_ones:
+        raise NotTestable("the target serves no OpenAI endpoint: every other channel streams its answer")
+    for chosen in chosen_ones:
+        await _leave_unstreamed(ctx, chosen)
+
+
+async def _leave_unstreamed(ctx: CheckContext, chosen: Endpoint) -> None:
+    name, run, session = f"{chosen.name} (not streamed)", run_tag(ctx, f"dn-{chosen.name}"), new_session(chosen)
+    channel = ChannelClient(ctx)
+    body = channel.request(chosen, DRIBBLE, session_id=session, run=run, stream=False)
+    posting = asyncio.ensure_future(channel.post(chosen, body, fresh=True))
+    running = await wait_for(lambda: generation_started(ctx, [run]), seconds=10, interval=0.05)
+    if posting.done():
+        raise NotTestable(f"{name}: answered before the suite could leave: {posting.result().describe()}")
+    await asyncio.sleep(0.3)  # the first words are on their way; the rest of the turn takes some 4 s more
+    posting.cancel()  # the suite's client goes away: its connection is closed
+    left = time.time()
+    with contextlib.suppress(asyncio.CancelledError):
+        await posting
+    if not running:
+        why = f"{name}: the {DRIBBLE} turn's first generation never reached the model"
+        await raise_if_blocked(ctx, chosen, [DRIBBLE], "CHANNEL-009", why)
+        ctx.findings.require(False, "CHANNEL-009", why)
+    message = ctx.message(DRIBBLE, run=run)
+    problems = await kept_problems(ctx, session, message)
+    ctx.findings.expect(
+        "CHANNEL-009", not problems, f"{name}: after the client went away, session {session}: " + "; ".join(problems)
+    )
+    went_on = aborted_rules.began_after(await ctx.llm.main_requests(run), left + STOP_MARGIN)
+    ctx.findings.expect(
+        "CHANNEL-009",
+        not went_on,
+        f"{name}: the client went away while its answer was being made, and the turn went on: a later generation "
+        f"began {max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
+    )
+    after = await post_turn(ctx, chosen, "cs-plain", label=f"dn2-{chosen.name}", session_id=session)
+    ctx.findings.expect(
+        "CHANNEL-009",
+        after.answer.status == 200,
+        f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
+        after.answer.exchange,
+    )
