@@ -120,7 +120,7 @@ class Services:
         if await self.store.count_users() == 0:
             admin = await self.store.add_user(
                 self.settings.admin_username,
-                hash_password(self.settings.admin_password),
+                hash_password(self.settings.admin_password, self.settings.password_hash_profile),
                 is_superadmin=True,
                 full_name="Super Administrator",
             )

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 import gns3_copilot_spec as spec
+
+from .controller.security import DEFAULT_PASSWORD_HASH_PROFILE, PASSWORD_HASH_PROFILES
 
 ENV_PREFIX = "COPILOT_REF_"
 
@@ -73,6 +75,11 @@ class Settings(BaseSettings):
         "elsewhere (useChat, HttpAgent in development); repeatable; * allows any origin. None by default: no CORS.",
     )
 
+    password_hash_profile: Literal[PASSWORD_HASH_PROFILES] = Field(
+        DEFAULT_PASSWORD_HASH_PROFILE,
+        description="The Argon2 parameters of new password hashes, one of argon2-cffi's profiles. CHEAPEST is for "
+        "test suites, which make and log in thousands of users; never for a server people log into.",
+    )
     llm_base_url_allow: list[str] = Field(
         default_factory=list,
         description="A URL prefix (scheme://host[:port][/path]) an LLM configuration's base_url must start with; "

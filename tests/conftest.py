@@ -1,6 +1,7 @@
 """Shared test set-up: tests run from the repository root, offline, against spec/ as it is on disk."""
 
 import json
+import os
 from functools import cache
 from pathlib import Path
 
@@ -9,6 +10,12 @@ import pytest
 from tests.postgres import postgres_server, postgres_url  # noqa: F401 - PostgreSQL fixtures for every test
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every reference server the tests start, in this process or as a child, hashes passwords with Argon2id at its
+# lowest cost: the tests make and log in thousands of users, and at the server's own default (about 0.15 s of CPU
+# per hash or login) that alone was minutes of the test command's CPU. What the tests judge is never the cost;
+# tests/reference_server/test_secrets.py judges the default's parameters.
+os.environ["COPILOT_REF_PASSWORD_HASH_PROFILE"] = "CHEAPEST"
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,10 @@ def _login_throttle(request: Request) -> LoginThrottle:
     return state.login_throttle
 
 
+def _profile(request: Request) -> str:
+    return services_of(request).settings.password_hash_profile
+
+
 @router.post("/access/users/authenticate")
 async def authenticate(body: Credentials, request: Request) -> dict[str, Any]:
     """Every refusal is the same 401, after the same Argon2 verification, whether the user is unknown, inactive or
@@ -71,7 +75,8 @@ async def authenticate(body: Credentials, request: Request) -> dict[str, Any]:
             f"Too many failed logins for this username: try again in {wait} seconds",
             headers={"Retry-After": str(wait)},
         )
-    decoy = decoy_hash()  # asked before the lookup: its one-time cost falls on any first login, not on unknown users
+    # Asked before the lookup: its one-time cost falls on any first login, not on unknown users.
+    decoy = decoy_hash(services.settings.password_hash_profile)
     user = await services.store.user_by_name(body.username)
     # In a worker thread: ~0.1 s of Argon2 would otherwise stop every other request, chat streams included.
     valid = await asyncio.to_thread(verify_password, user.password_hash if user else decoy, body.password)
@@ -124,7 +129,7 @@ async def create_user(body: NewUser, caller: Authenticated, request: Request) ->
     try:
         user = await services_of(request).store.add_user(
             body.username,
-            await asyncio.to_thread(hash_password, body.password),
+            await asyncio.to_thread(hash_password, body.password, _profile(request)),
             is_superadmin=body.is_superadmin,
             full_name=body.full_name,
             email=body.email,
@@ -163,7 +168,7 @@ async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, req
         if not await asyncio.to_thread(verify_password, caller.user.password_hash, current):
             raise ApiError(403, "forbidden", "Permission denied: the current password is not right")
     if "password" in values:
-        values["password_hash"] = await asyncio.to_thread(hash_password, values.pop("password"))
+        values["password_hash"] = await asyncio.to_thread(hash_password, values.pop("password"), _profile(request))
     try:
         user = await services_of(request).store.update_user(user_id, values)
     except Conflict as exc:

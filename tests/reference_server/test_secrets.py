@@ -216,3 +216,16 @@ def test_llm_settings_never_print_the_key():
         assert api_key not in text
         assert "fake-model" in text and "openai" in text
     assert llm.api_key == api_key  # the key is there, only hidden
+
+
+def test_password_hashes_use_argon2_cffi_s_default_parameters_unless_a_profile_is_chosen():
+    """The server's default is argon2-cffi's (RFC 9106 low memory: 64 MiB, 3 passes, 4 lanes); the tests choose
+    CHEAPEST for every server they start (tests/conftest.py), and a hash of either profile verifies."""
+    from reference_server.controller.security import hash_password, verify_password
+    from reference_server.settings import Settings
+
+    assert Settings.model_fields["password_hash_profile"].default == "RFC_9106_LOW_MEMORY"
+    assert hash_password("secret").split("$")[3] == "m=65536,t=3,p=4"
+    cheap = hash_password("secret", "CHEAPEST")
+    assert cheap.split("$")[3] == "m=8,t=1,p=1"
+    assert verify_password(cheap, "secret") and not verify_password(cheap, "other")
