@@ -9,7 +9,7 @@ import secrets
 from typing import Any
 
 from conformance.checks import check
-from conformance.checks.access import as_admin, own_user, remove_entries, require_stranger, write_entry
+from conformance.checks.access import as_admin, own_user, remove_entries, require_stranger, role_named, write_entry
 from conformance.checks.context import CheckContext
 from conformance.transport.exchanges import json_or_none
 
@@ -66,8 +66,9 @@ def _fresh() -> dict[str, str]:
 async def creating_projects_needs_the_allocate_privilege(ctx: CheckContext) -> None:
     require_stranger(ctx)
     access = ctx.target.data.get("access_control") or {}
-    role_name = access.get("role", "User")
+    role_name, no_access_name = access.get("role", "User"), access.get("no_access_role")
     role = await ctx.env.controller.role_id(role_name)
+    no_access = await role_named(ctx, no_access_name) if no_access_name else None
     user = await own_user(ctx, "allocate", with_llm=False)
     taken = await _taken_name(ctx)
     nobody = "a user with no entry"
@@ -82,21 +83,23 @@ async def creating_projects_needs_the_allocate_privilege(ctx: CheckContext) -> N
             f"{exchange.excerpt()}, expected 403 (a 409 tells the name is taken)",
             exchange,
         )
-    states = [  # (what, [(path, propagate, allowed)], may create)
-        (f"{role_name} on /projects, not propagating", [("/projects", False, True)], True),
-        (f"{role_name} on /projects, propagating", [("/projects", True, True)], True),
-        (f"{role_name} on /, propagating", [("/", True, True)], True),
-        (f"{role_name} on /, not propagating", [("/", False, True)], False),
+    states = [  # (what, [(path, role, propagate, allowed)], may create)
+        (f"{role_name} on /projects, not propagating", [("/projects", role, False, True)], True),
+        (f"{role_name} on /projects, propagating", [("/projects", role, True, True)], True),
+        (f"{role_name} on /, propagating", [("/", role, True, True)], True),
+        (f"{role_name} on /, not propagating", [("/", role, False, True)], False),
         (
             f"{role_name} on /, propagating, and a deny of it on /projects",
-            [("/", True, True), ("/projects", True, False)],
+            [("/", role, True, True), ("/projects", role, True, False)],
             False,
         ),
     ]
+    if no_access is not None:  # an entry on /projects whose role does not hold Project.Allocate
+        states.append((f"{no_access_name} on /projects", [("/projects", no_access, True, True)], False))
     for what, entries, may in states:
         made = [
-            await write_entry(ctx, REQUIREMENT, user, path, role, propagate=propagate, allowed=allowed)
-            for path, propagate, allowed in entries
+            await write_entry(ctx, REQUIREMENT, user, path, role_id, propagate=propagate, allowed=allowed)
+            for path, role_id, propagate, allowed in entries
         ]
         try:
             await _create(ctx, user, _fresh(), f"a user with {what}", may=may)

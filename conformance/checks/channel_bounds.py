@@ -43,14 +43,16 @@ def _messages(count: int):
     return shape
 
 
-def _instructions(*lengths: int, member: bool = False):
-    """System messages of these lengths; with `member`, the first is the Responses `instructions` member instead."""
+def _instructions(*lengths: int, member: bool = False, roles: tuple[str, ...] = ("system", "system")):
+    """Instruction messages of these lengths, of `roles` in turn; with `member`, the first is the Responses
+    `instructions` member instead."""
 
     def shape(chosen: Endpoint, body: dict[str, Any]) -> dict[str, Any]:
         texts = ["i" * length for length in lengths]
         if member:
             body = {**body, "instructions": texts.pop(0)}
-        return chosen.with_history(body, [("system", text) for text in texts]) if texts else body
+        earlier = [(roles[index % len(roles)], text) for index, text in enumerate(texts)]
+        return chosen.with_history(body, earlier) if earlier else body
 
     return shape
 
@@ -78,6 +80,12 @@ def cases(chosen: Endpoint) -> list[BoundCase]:
                 _instructions(half + 1, longest - half),
             ),
             BoundCase(
+                f"a system message of {half + 1} and a developer message of {longest - half} characters (over "
+                f"{longest} together)",
+                False,
+                _instructions(half + 1, longest - half, roles=("system", "developer")),
+            ),
+            BoundCase(
                 f"two system messages of {half} and {longest - half} characters ({longest} together: at the bound)",
                 True,
                 _instructions(half, longest - half),
@@ -101,6 +109,7 @@ def cases(chosen: Endpoint) -> list[BoundCase]:
             BoundCase(f"a `runId` of {run_id + 1} characters", False, _member("runId", run_id + 1)),
             BoundCase(f"a `parentRunId` of {run_id + 1} characters", False, _member("parentRunId", run_id + 1)),
             BoundCase(f"a `runId` of {run_id} characters (at the bound)", True, _member("runId", run_id)),
+            BoundCase(f"a `parentRunId` of {run_id} characters (at the bound)", True, _member("parentRunId", run_id)),
         ]
     return found
 
@@ -132,9 +141,8 @@ async def bounds(ctx: CheckContext) -> None:
             answer.exchange,
         )
     reached = await ctx.llm.main_requests(refused_run)
+    pairs = zip(planned, answers, strict=True)
+    refused = [answer.exchange for (_chosen, case, _run, _body), answer in pairs if not case.accepted]
     ctx.findings.expect(
-        REQUIREMENT,
-        not reached,
-        f"requests over a bound reached the model {len(reached)} time(s)",
-        answers[0].exchange,
+        REQUIREMENT, not reached, f"requests over a bound reached the model {len(reached)} time(s)", *refused[:3]
     )

@@ -43,6 +43,14 @@ def verify_password(password_hash: str, password: str) -> bool:
         return False
 
 
+def needs_rehash(password_hash: str, profile: str) -> bool:
+    """Whether a hash was made with other parameters than `profile`'s (a server started with another profile)."""
+    try:
+        return _hasher(profile).check_needs_rehash(password_hash)
+    except InvalidHashError:
+        return False
+
+
 @functools.cache
 def decoy_hash(profile: str = DEFAULT_PASSWORD_HASH_PROFILE) -> str:
     """A hash of a random password, made once with the same parameters as the users' own: a login for an unknown

@@ -220,6 +220,11 @@ class ControllerStore:
                 raise Conflict(f"Username '{values.get('username')}' is already registered") from exc
         return await self.user_by_id(user_id)
 
+    async def rehash_password(self, user_id: str, password_hash: str) -> None:
+        """The same password under new hash parameters: its tokens stay valid (update_user revokes them)."""
+        await self.db.execute("UPDATE users SET password_hash = ? WHERE user_id = ?", (password_hash, user_id))
+        await self.db.commit()
+
     # --- revoked tokens (logout) ------------------------------------------------------------------------
 
     async def revoke_token(self, token_id: str, expires_at: int) -> None:

@@ -15,7 +15,7 @@ from reference_server.errors import ApiError, invalid_field, unauthorized
 from .auth import Authenticated, require_superadmin
 from .bodies import StrictBody
 from .common import services_of
-from .security import LoginThrottle, decoy_hash, hash_password, verify_password
+from .security import LoginThrottle, decoy_hash, hash_password, needs_rehash, verify_password
 from .store import Conflict
 
 router = APIRouter(prefix="/v3")
@@ -83,6 +83,11 @@ async def authenticate(body: Credentials, request: Request) -> dict[str, Any]:
     if user is None or not user.is_active or not valid:
         raise unauthorized("Authentication was unsuccessful.")
     throttle.succeeded(body.username)
+    profile = services.settings.password_hash_profile
+    if needs_rehash(user.password_hash, profile):  # made under another profile: it takes the server's own now
+        await services.store.rehash_password(
+            user.user_id, await asyncio.to_thread(hash_password, body.password, profile)
+        )
     return {
         "access_token": services.tokens.issue(user.user_id, user.token_version),
         "token_type": "bearer",

@@ -295,3 +295,25 @@ async def test_a_controller_db_of_the_old_schema_gets_the_new_columns(make_setti
         await refused_everywhere(lab, old)
     async with in_process_lab(settings) as lab:  # opened again: nothing to add, nothing lost
         assert (await user_row(lab, "u-old"))["is_active"] is False
+
+
+async def test_a_hash_of_another_profile_takes_the_server_s_at_the_next_login_and_keeps_its_tokens(make_settings):
+    """A data directory first served with CHEAPEST, then with argon2-cffi's default: each user's hash takes the
+    default's parameters at their next successful login, and a token issued before stays valid."""
+    async with in_process_lab(make_settings(password_hash_profile="CHEAPEST")) as lab:
+        user_id, headers = await lab.add_user("rehashed", llm=False, access=None)
+    controller_db = make_settings().data_dir / "controller.db"
+
+    def stored() -> str:
+        with sqlite3.connect(controller_db) as db:
+            return db.execute("SELECT password_hash FROM users WHERE user_id = ?", (user_id,)).fetchone()[0]
+
+    assert stored().split("$")[3] == "m=8,t=1,p=1"
+    async with in_process_lab(make_settings(password_hash_profile="RFC_9106_LOW_MEMORY")) as lab:
+        assert (await lab.client.get("/v3/access/users/me", headers=headers)).status_code == 200
+        assert (await login(lab.client, "rehashed", "wrong")).status_code == 401
+        assert stored().split("$")[3] == "m=8,t=1,p=1"  # a failed login changes nothing
+        assert (await login(lab.client, "rehashed", "password-1")).status_code == 200
+        assert stored().split("$")[3] == "m=65536,t=3,p=4"
+        assert (await lab.client.get("/v3/access/users/me", headers=headers)).status_code == 200
+        assert (await login(lab.client, "rehashed", "password-1")).status_code == 200

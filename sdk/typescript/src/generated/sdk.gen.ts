@@ -245,7 +245,7 @@ export const listProjects = <ThrowOnError extends boolean = false>(options?: Opt
  * Create a project; it is opened at once
  *
  * As in gns3-server 3.x, the caller needs the privilege `Project.Allocate` on `/projects` (an entry there, or a
- * propagating one on `/`; ACCESS-005), else 403 before the body is looked at. Project names are unique across
+ * propagating one on `/`; ACCESS-005), else 403 before the body's members are looked at. Project names are unique across
  * the controller: a name taken is answered 409, so that only a caller trusted to create projects learns it.
  * The creator gets the role `User` on the new project.
  *
