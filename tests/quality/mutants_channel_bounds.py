@@ -103,3 +103,28 @@ def _channel_bound_off_by_one() -> None:
     from gns3_copilot_generated.constants import CHANNEL_MESSAGES_MAX_ITEMS
 
     _message_arrays(CHANNEL_MESSAGES_MAX_ITEMS - 1)
+
+
+@mutant(
+    "developer-messages-not-counted",
+    "the OpenAI channel bounds only the system messages' text: developer messages go to the model beside them, "
+    "uncounted, so instructions over the bound are served",
+    {"CHANNEL-011"},
+    only=SHARED,
+)
+def _developer_messages_not_counted() -> None:
+    from reference_server.channels import openai_chat, openai_common, openai_responses
+
+    def split_conversation(messages, param, part_types):
+        developer = [m for m in messages if isinstance(m, dict) and m.get("role") == "developer"]
+        rest = [m for m in messages if m not in developer]
+        message, parts, earlier = openai_common.split_conversation(rest, param, part_types)
+        openai_common.joined_instructions(parts, param)  # the system messages are bounded, alone
+        return message, [*parts, *(m["content"] for m in developer if isinstance(m.get("content"), str))], earlier
+
+    def joined(parts, _param):
+        return "\n\n".join(part for part in parts if part) or None
+
+    for module in (openai_chat, openai_responses):
+        module.split_conversation = split_conversation
+        module.joined_instructions = joined
