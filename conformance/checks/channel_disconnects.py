@@ -100,8 +100,13 @@ async def _leave_unstreamed(ctx: CheckContext, chosen: Endpoint) -> None:
     body = channel.request(chosen, DRIBBLE, session_id=session, run=run, stream=False)
     posting = asyncio.ensure_future(channel.post(chosen, body, fresh=True))
     message = ctx.message(DRIBBLE, run=run)
-    running = await wait_for(lambda: generation_started(ctx, [run]), seconds=ctx.env.deadline_for(message))
-    if running:
+
+    async def running_or_answered() -> bool:
+        return posting.done() or await generation_started(ctx, [run])
+
+    await wait_for(running_or_answered, seconds=ctx.env.deadline_for(message), interval=0.05)
+    running = await generation_started(ctx, [run])
+    if running and not posting.done():
         await asyncio.sleep(0.3)  # the first words are on their way; the rest of the turn takes some 4 s more
     left = time.time()
     if not posting.cancel():  # answered already: the suite never left a running turn

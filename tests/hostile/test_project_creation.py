@@ -13,6 +13,7 @@ async def _names(lab) -> list[str]:
     return [p["name"] for p in (await lab.client.get("/v3/projects", headers=lab.headers)).json()]
 
 
+@pytest.mark.covers("ACCESS-005")
 async def test_a_user_without_the_privilege_creates_nothing_and_learns_no_name(lab):
     _, headers = await lab.add_user("no-allocate", llm=False, access=None)
     taken = (await lab.client.get(f"/v3/projects/{lab.project_id}", headers=lab.headers)).json()["name"]
@@ -25,6 +26,7 @@ async def test_a_user_without_the_privilege_creates_nothing_and_learns_no_name(l
     assert await _names(lab) == before
 
 
+@pytest.mark.covers("ACCESS-005")
 @pytest.mark.parametrize(("path", "propagate"), [("/projects", False), ("/", True)])
 async def test_the_user_role_on_projects_creates_and_hears_of_taken_names(lab, path, propagate):
     user_id, headers = await lab.add_user(f"allocate-{path.strip('/') or 'root'}", llm=False, access=None)
@@ -35,6 +37,7 @@ async def test_the_user_role_on_projects_creates_and_hears_of_taken_names(lab, p
     assert again.status_code == 409, again.text
 
 
+@pytest.mark.covers("ACCESS-005")
 async def test_a_role_on_the_root_that_does_not_propagate_does_not_allow_creating(lab):
     user_id, headers = await lab.add_user("root-only", llm=False, access=None)
     await lab.grant(user_id, "/", propagate=False)

@@ -33,16 +33,19 @@ def _refused(response) -> None:
     assert "text/event-stream" not in response.headers.get("content-type", "")
 
 
+@pytest.mark.covers("CHANNEL-011")
 async def test_a_huge_system_message_is_refused(lab):
     body = {"model": "gns3-copilot", "messages": [{"role": "system", "content": "s" * HUGE}, _user()]}
     _refused(await _post(lab, "/openai/v1/chat/completions", body))
 
 
+@pytest.mark.covers("CHANNEL-011")
 async def test_huge_responses_instructions_are_refused(lab):
     body = {"model": "gns3-copilot", "input": TURN, "instructions": "i" * HUGE}
     _refused(await _post(lab, "/openai/v1/responses", body))
 
 
+@pytest.mark.covers("CHANNEL-011")
 async def test_instructions_are_counted_together(lab):
     half = CHANNEL_INSTRUCTIONS_MAX_LENGTH // 2 + 1
     system = [{"role": "system", "content": "s" * half}, {"role": "developer", "content": "d" * half}]
@@ -50,12 +53,14 @@ async def test_instructions_are_counted_together(lab):
     _refused(await _post(lab, "/openai/v1/chat/completions", body))
 
 
+@pytest.mark.covers("CHANNEL-011")
 async def test_instructions_at_their_bound_are_served(lab):
     body = {"model": "gns3-copilot", "input": TURN, "instructions": "i" * CHANNEL_INSTRUCTIONS_MAX_LENGTH}
     answer = await _post(lab, "/openai/v1/responses", body)
     assert answer.status_code == 200, answer.text[:300]
 
 
+@pytest.mark.covers("CHANNEL-011")
 async def test_a_huge_ag_ui_run_id_is_refused_and_not_echoed(lab):
     body = {
         "threadId": str(uuid.uuid4()),
@@ -72,6 +77,7 @@ async def test_a_huge_ag_ui_run_id_is_refused_and_not_echoed(lab):
     assert served.status_code == 200 and "RUN_FINISHED" in served.text, served.text[:300]
 
 
+@pytest.mark.covers("CHANNEL-011")
 async def test_a_message_array_over_its_bound_is_refused_on_every_channel(lab):
     padding = [{"role": "system", "content": "x"}] * CHANNEL_MESSAGES_MAX_ITEMS
     ui_padding = [{"id": f"p{i}", "role": "system", "parts": [{"type": "text", "text": "x"}]} for i in range(1000)]

@@ -45,6 +45,7 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "access.grant": _blocked(),
     "access.controller": _blocked(),
     "access.entries": _blocked(),
+    "access.project_creation": _always("its scenario is projects created by a user of the check's, no model needed"),
     # Its busy session is the owner's slow turn running: with the model down no turn runs (a user without an LLM
     # configuration is still refused for access, which needs no model).
     "access.precedence": Missing(LLM_DOWN, reason_has="the session was not busy"),
@@ -147,6 +148,11 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "channels.client_tools": _always("its scenario is requests refused before any turn, which no model is needed for"),
     "channels.heartbeat": _blocked(),
     "channels.disconnect": Missing(ONE_PIECE, reason_has="nothing was cut"),
+    # With the model down, the request not streamed is answered (502) before any generation: nothing is left.
+    "channels.disconnect_unstreamed": Missing(LLM_DOWN, reason_has="answered before the suite could leave"),
+    # Its requests over a bound are refused without a model; those at a bound are turns, which the model's being down
+    # keeps from being served (as every plain turn then).
+    "channels.bounds": _blocked(),
     "channels.abort": Missing(LLM_DOWN, reason_has="never reached the fake LLM"),
     "channels.in_stream_errors": _blocked(),
     "channel_openai.chat_stream": _blocked(),
