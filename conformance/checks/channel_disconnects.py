@@ -35,37 +35,55 @@ async def disconnect(ctx: CheckContext) -> None:
                                stop_when=first_words)  # fmt: skip
         return turn, time.time()
 
+    cut = []
     for turn, left in await asyncio.gather(*(one(e) for e in endpoints(ctx))):
         name, answer = turn.answer.endpoint.name, turn.answer
         if answer.status == 200 and (answer.completed or answer.endpoint.ended(answer)):
             raise NotTestable(f"{name}: the turn was sent whole before the suite could disconnect: nothing was cut")
         await require_scripted(ctx, turn, "CHANNEL-009", cut=True)
-        session = answer.session_id
-        ctx.findings.require(bool(session), "CHANNEL-009", f"{name}: the answer names no session", answer.exchange)
-        problems = await kept_problems(ctx, session, answer.message)
-        ctx.findings.expect(
-            "CHANNEL-009",
-            not problems,
-            f"{name}: after the client went away, session {session}: " + "; ".join(problems),
-            answer.exchange,
+        ctx.findings.require(
+            bool(answer.session_id), "CHANNEL-009", f"{name}: the answer names no session", answer.exchange
         )
-        after = await next_turn(ctx, answer.endpoint, session, f"d2-{name}")
-        ctx.findings.expect(
-            "CHANNEL-009",
-            after.answer.status == 200 and after.answer.streamed,
-            f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
-            after.answer.exchange,
-        )
-        # read once the session took its next turn (the cut one had ended); a generation begun within STOP_MARGIN
-        # may predate the server's notice
-        went_on = aborted_rules.began_after(await ctx.llm.main_requests(turn.run), left + STOP_MARGIN)
-        ctx.findings.expect(
-            "CHANNEL-009",
-            not went_on,
-            f"{name}: the client went away at the first words, and the turn went on: a later generation began "
-            f"{max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
-            answer.exchange,
-        )
+        cut.append((turn, left))
+    await each_endpoint(_after_the_disconnect(ctx, turn, left) for turn, left in cut)
+
+
+async def _after_the_disconnect(ctx: CheckContext, turn: Turn, left: float) -> None:
+    name, answer = turn.answer.endpoint.name, turn.answer
+    session = answer.session_id
+    problems = await kept_problems(ctx, session, answer.message)
+    ctx.findings.expect(
+        "CHANNEL-009",
+        not problems,
+        f"{name}: after the client went away, session {session}: " + "; ".join(problems),
+        answer.exchange,
+    )
+    after = await next_turn(ctx, answer.endpoint, session, f"d2-{name}")
+    ctx.findings.expect(
+        "CHANNEL-009",
+        after.answer.status == 200 and after.answer.streamed,
+        f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
+        after.answer.exchange,
+    )
+    # read once the session took its next turn (the cut one had ended); a generation begun within STOP_MARGIN may
+    # predate the server's notice
+    went_on = aborted_rules.began_after(await ctx.llm.main_requests(turn.run), left + STOP_MARGIN)
+    ctx.findings.expect(
+        "CHANNEL-009",
+        not went_on,
+        f"{name}: the client went away at the first words, and the turn went on: a later generation began "
+        f"{max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
+        answer.exchange,
+    )
+
+
+async def each_endpoint(judgments) -> None:
+    """The endpoints' judgments side by side (a session still busy is asked again for seconds, on each endpoint),
+    each to its end; then the first that stopped the check (NOT TESTABLE, a required finding) stops it."""
+    outcomes = await asyncio.gather(*judgments, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 @check("channels.disconnect_unstreamed", slow=True, needs=("channel_gns3",), slow_tool=True)
@@ -77,14 +95,13 @@ async def disconnect_unstreamed(ctx: CheckContext) -> None:
     chosen_ones = [e for e in endpoints(ctx) if e.channel == "openai"]
     if not chosen_ones:
         raise NotTestable("the target serves no OpenAI endpoint: every other channel streams its answer")
-    for chosen in chosen_ones:
-        await _leave_unstreamed(ctx, chosen)
+    await each_endpoint(_leave_unstreamed(ctx, chosen) for chosen in chosen_ones)
 
 
 async def next_turn(ctx: CheckContext, chosen: Endpoint, session: str, label: str) -> Turn:
     """A plain turn in the session once the cut turn has let it go: CHANNEL-009 sets no time for a stopped turn to
     end, so a 409 `session_busy` is asked again for as long as a turn cut short may take to be written."""
-    deadline = time.monotonic() + stretched(SETTLE_SECONDS + ctx.env.slow_tool_seconds)
+    deadline = time.monotonic() + stretched(SETTLE_SECONDS)
     attempt = 0
     while True:
         attempt += 1
