@@ -344,10 +344,11 @@ async def entries_on_parent_paths_and_denying_entries(ctx: CheckContext) -> None
             ctx.findings.not_testable(requirement, f"{why}: entries of the role that forbids all were not written")
 
 
-async def _status_of(ctx: CheckContext, project_id: str) -> str | None:
+async def admin_view(ctx: CheckContext, project_id: str) -> dict[str, Any]:
+    """The project as the administrator's GET /v3/projects/{project_id} shows it ({} when it shows none)."""
     exchange = await as_admin(ctx, "GET", f"/v3/projects/{project_id}")
     body = json_or_none(exchange.body) if exchange.status == 200 else None
-    return body.get("status") if isinstance(body, dict) else None
+    return body if isinstance(body, dict) else {}
 
 
 @check("access.controller")
@@ -399,7 +400,7 @@ async def judge_controller_refusals(ctx: CheckContext, user: str, opened: str, c
             f"{method} {path} by {who}: answered {exchange.excerpt()}, expected 403",
             exchange,
         )
-        now = await _status_of(ctx, project_id)
+        now = (await admin_view(ctx, project_id)).get("status")
         ctx.findings.expect(
             "ACCESS-004",
             now == status,

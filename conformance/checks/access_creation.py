@@ -9,7 +9,15 @@ import secrets
 from typing import Any
 
 from conformance.checks import check
-from conformance.checks.access import as_admin, own_user, remove_entries, require_stranger, role_named, write_entry
+from conformance.checks.access import (
+    admin_view,
+    as_admin,
+    own_user,
+    remove_entries,
+    require_stranger,
+    role_named,
+    write_entry,
+)
 from conformance.checks.context import CheckContext
 from conformance.transport.exchanges import json_or_none
 
@@ -23,10 +31,16 @@ async def _projects_named(ctx: CheckContext, name: str) -> list[str]:
     return [p.get("project_id") for p in found or [] if isinstance(p, dict) and p.get("name") == name]
 
 
-async def _taken_name(ctx: CheckContext) -> str | None:
-    answer = await as_admin(ctx, "GET", f"/v3/projects/{ctx.env.project_id}")
-    body = json_or_none(answer.body) if answer.status == 200 else None
-    return body.get("name") if isinstance(body, dict) else None
+async def _post_taken_name(ctx: CheckContext, user: str, taken: str, who: str, status: int, why: str) -> None:
+    """POST /v3/projects as `user` with the name of the check's project: answered `status`."""
+    exchange = await ctx.client.call("POST", "/v3/projects", user=user, absolute=True, json_body={"name": taken})
+    ctx.findings.expect(
+        REQUIREMENT,
+        exchange.status == status,
+        f"POST /v3/projects with the taken name of the check's project by {who}: answered {exchange.excerpt()}, "
+        f"expected {status} ({why})",
+        exchange,
+    )
 
 
 async def _create(ctx: CheckContext, user: str, body: Any, who: str, *, may: bool) -> None:
@@ -36,22 +50,14 @@ async def _create(ctx: CheckContext, user: str, body: Any, who: str, *, may: boo
     made = await _projects_named(ctx, name) if isinstance(name, str) and name else []
     for project_id in made:  # the check's own: the administrator deletes it
         ctx.env.ledger.projects[project_id] = name
-    if may:
-        ctx.findings.expect(
-            REQUIREMENT,
-            exchange.status == 201 and len(made) == 1,
-            f"POST /v3/projects {body} by {who}: answered {exchange.excerpt()}, {len(made)} project(s) of that "
-            "name made; expected 201 and the project",
-            exchange,
-        )
-    else:
-        ctx.findings.expect(
-            REQUIREMENT,
-            exchange.status == 403 and not made,
-            f"POST /v3/projects {body} by {who}: answered {exchange.excerpt()}, {len(made)} project(s) of that "
-            "name made; expected 403 and nothing made",
-            exchange,
-        )
+    status, count, expected = (201, 1, "201 and the project") if may else (403, 0, "403 and nothing made")
+    ctx.findings.expect(
+        REQUIREMENT,
+        exchange.status == status and len(made) == count,
+        f"POST /v3/projects {body} by {who}: answered {exchange.excerpt()}, {len(made)} project(s) of that name "
+        f"made; expected {expected}",
+        exchange,
+    )
     for project_id in made:
         deleted = await as_admin(ctx, "DELETE", f"/v3/projects/{project_id}")
         if deleted.status in (200, 204):
@@ -70,19 +76,12 @@ async def creating_projects_needs_the_allocate_privilege(ctx: CheckContext) -> N
     role = await ctx.env.controller.role_id(role_name)
     no_access = await role_named(ctx, no_access_name) if no_access_name else None
     user = await own_user(ctx, "allocate", with_llm=False)
-    taken = await _taken_name(ctx)
+    taken = (await admin_view(ctx, ctx.env.project_id)).get("name")
     nobody = "a user with no entry"
     await _create(ctx, user, _fresh(), nobody, may=False)
     await _create(ctx, user, {"name": ""}, f"{nobody} (an invalid body)", may=False)
     if taken is not None:
-        exchange = await ctx.client.call("POST", "/v3/projects", user=user, absolute=True, json_body={"name": taken})
-        ctx.findings.expect(
-            REQUIREMENT,
-            exchange.status == 403,
-            f"POST /v3/projects with the taken name of the check's project by {nobody}: answered "
-            f"{exchange.excerpt()}, expected 403 (a 409 tells the name is taken)",
-            exchange,
-        )
+        await _post_taken_name(ctx, user, taken, nobody, 403, "a 409 tells the name is taken")
     states = [  # (what, [(path, role, propagate, allowed)], may create)
         (f"{role_name} on /projects, not propagating", [("/projects", role, False, True)], True),
         (f"{role_name} on /projects, propagating", [("/projects", role, True, True)], True),
@@ -104,15 +103,6 @@ async def creating_projects_needs_the_allocate_privilege(ctx: CheckContext) -> N
         try:
             await _create(ctx, user, _fresh(), f"a user with {what}", may=may)
             if may and taken is not None:
-                exchange = await ctx.client.call(
-                    "POST", "/v3/projects", user=user, absolute=True, json_body={"name": taken}
-                )
-                ctx.findings.expect(
-                    REQUIREMENT,
-                    exchange.status == 409,
-                    f"POST /v3/projects with a taken name by a user with {what}: answered {exchange.excerpt()}, "
-                    "expected 409 (names are unique across the controller)",
-                    exchange,
-                )
+                await _post_taken_name(ctx, user, taken, f"a user with {what}", 409, "names are unique")
         finally:
             await remove_entries(ctx, made)

@@ -43,7 +43,7 @@ def _messages(count: int):
     return shape
 
 
-def _instructions(*lengths: int, member: bool = False, roles: tuple[str, ...] = ("system", "system")):
+def _instructions(*lengths: int, member: bool = False, roles: tuple[str, ...] = ("system",)):
     """Instruction messages of these lengths, of `roles` in turn; with `member`, the first is the Responses
     `instructions` member instead."""
 
@@ -127,9 +127,11 @@ async def bounds(ctx: CheckContext) -> None:
             body = channel.request(chosen, SCRIPT, session_id=chosen.new_session_id(), run=run)
             planned.append((chosen, case, run, case.shape(chosen, body)))
     answers = await asyncio.gather(*(channel.post(chosen, body) for chosen, _case, _run, body in planned))
+    refused = []
     for (chosen, case, run, _body), answer in zip(planned, answers, strict=True):
         if not case.accepted:
             judge_refusal(ctx, REQUIREMENT, answer, 422, "validation_error", f"a request with {case.what}")
+            refused.append(answer.exchange)
             continue
         answer.message = ctx.message(SCRIPT, run=run)
         turn = Turn(answer, expected_turn(ctx.env.scripts, SCRIPT), run)
@@ -141,8 +143,6 @@ async def bounds(ctx: CheckContext) -> None:
             answer.exchange,
         )
     reached = await ctx.llm.main_requests(refused_run)
-    pairs = zip(planned, answers, strict=True)
-    refused = [answer.exchange for (_chosen, case, _run, _body), answer in pairs if not case.accepted]
     ctx.findings.expect(
         REQUIREMENT, not reached, f"requests over a bound reached the model {len(reached)} time(s)", *refused[:3]
     )

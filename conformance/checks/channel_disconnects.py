@@ -45,35 +45,56 @@ async def disconnect(ctx: CheckContext) -> None:
             bool(answer.session_id), "CHANNEL-009", f"{name}: the answer names no session", answer.exchange
         )
         cut.append((turn, left))
-    await each_endpoint(_after_the_disconnect(ctx, turn, left) for turn, left in cut)
+    await each_endpoint(
+        judge_left_turn(
+            ctx,
+            t.answer.endpoint,
+            t.answer.endpoint.name,
+            t.answer.session_id,
+            t.answer.message,
+            t.run,
+            left,
+            t.answer.exchange,
+        )  # fmt: skip
+        for t, left in cut
+    )
 
 
-async def _after_the_disconnect(ctx: CheckContext, turn: Turn, left: float) -> None:
-    name, answer = turn.answer.endpoint.name, turn.answer
-    session = answer.session_id
-    problems = await kept_problems(ctx, session, answer.message)
+async def judge_left_turn(
+    ctx: CheckContext,
+    chosen: Endpoint,
+    name: str,
+    session: str,
+    message: str,
+    run: str,
+    left: float,
+    *evidence,
+) -> None:
+    """CHANNEL-009 once the client of a running turn of `run` left at `left` (time.time()): the turn kept and
+    counted, the session's next turn (a stream) served, then no generation of the left turn begun after it was left
+    (read once the next turn was taken: the left one had ended; a generation begun within STOP_MARGIN may predate
+    the server's notice)."""
+    problems = await kept_problems(ctx, session, message)
     ctx.findings.expect(
         "CHANNEL-009",
         not problems,
         f"{name}: after the client went away, session {session}: " + "; ".join(problems),
-        answer.exchange,
+        *evidence,
     )
-    after = await next_turn(ctx, answer.endpoint, session, f"d2-{name}")
+    after = await next_turn(ctx, chosen, session, f"after-{chosen.name}")
     ctx.findings.expect(
         "CHANNEL-009",
         after.answer.status == 200 and after.answer.streamed,
         f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
         after.answer.exchange,
     )
-    # read once the session took its next turn (the cut one had ended); a generation begun within STOP_MARGIN may
-    # predate the server's notice
-    went_on = aborted_rules.began_after(await ctx.llm.main_requests(turn.run), left + STOP_MARGIN)
+    went_on = aborted_rules.began_after(await ctx.llm.main_requests(run), left + STOP_MARGIN)
     ctx.findings.expect(
         "CHANNEL-009",
         not went_on,
-        f"{name}: the client went away at the first words, and the turn went on: a later generation began "
+        f"{name}: the client went away while the turn ran, and the turn went on: a later generation began "
         f"{max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
-        answer.exchange,
+        *evidence,
     )
 
 
@@ -132,21 +153,4 @@ async def _leave_unstreamed(ctx: CheckContext, chosen: Endpoint) -> None:
         await posting
     if not running:
         raise NotTestable(f"{name}: the {DRIBBLE} turn's first generation never reached the model: no turn was left")
-    problems = await kept_problems(ctx, session, message)
-    ctx.findings.expect(
-        "CHANNEL-009", not problems, f"{name}: after the client went away, session {session}: " + "; ".join(problems)
-    )
-    after = await next_turn(ctx, chosen, session, f"dn2-{chosen.name}")
-    ctx.findings.expect(
-        "CHANNEL-009",
-        after.answer.status == 200,
-        f"{name}: the session took no new turn after the disconnect: {after.answer.describe()}",
-        after.answer.exchange,
-    )
-    went_on = aborted_rules.began_after(await ctx.llm.main_requests(run), left + STOP_MARGIN)
-    ctx.findings.expect(
-        "CHANNEL-009",
-        not went_on,
-        f"{name}: the client went away while its answer was being made, and the turn went on: a later generation "
-        f"began {max(went_on or [0.0]) - left:.1f} s after; a disconnect stops the turn",
-    )
+    await judge_left_turn(ctx, chosen, name, session, message, run, left)

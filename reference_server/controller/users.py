@@ -75,15 +75,14 @@ async def authenticate(body: Credentials, request: Request) -> dict[str, Any]:
             f"Too many failed logins for this username: try again in {wait} seconds",
             headers={"Retry-After": str(wait)},
         )
-    # Asked before the lookup: its one-time cost falls on any first login, not on unknown users.
-    decoy = decoy_hash(services.settings.password_hash_profile)
+    profile = services.settings.password_hash_profile
+    decoy = decoy_hash(profile)  # asked before the lookup: its one-time cost falls on any first login, not on unknowns
     user = await services.store.user_by_name(body.username)
     # In a worker thread: ~0.1 s of Argon2 would otherwise stop every other request, chat streams included.
     valid = await asyncio.to_thread(verify_password, user.password_hash if user else decoy, body.password)
     if user is None or not user.is_active or not valid:
         raise unauthorized("Authentication was unsuccessful.")
     throttle.succeeded(body.username)
-    profile = services.settings.password_hash_profile
     if needs_rehash(user.password_hash, profile):  # made under another profile: it takes the server's own now
         await services.store.rehash_password(
             user.user_id, await asyncio.to_thread(hash_password, body.password, profile)
