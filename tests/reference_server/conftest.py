@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import copy
 import json
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,33 @@ class Lab:
             )
             assert response.status_code == 201, response.text
         return user_id, await self.login(username, "password-1")
+
+    async def until(self, probe: Callable[[], Awaitable[bool]], what: str, deadline: float = 60) -> None:
+        """Polls `probe` until it holds: a test waits for a state of the server, never for a fixed time (a loaded
+        machine may take seconds to start a turn)."""
+        end = time.monotonic() + deadline
+        while not await probe():
+            if time.monotonic() > end:
+                pytest.fail(f"{what} did not happen within {deadline} s")
+            await asyncio.sleep(0.02)
+
+    async def until_listed(self, session_id: str) -> None:
+        """The session row is created after the session is marked busy: listed means its first turn is running."""
+
+        async def listed() -> bool:
+            response = await self.client.get(f"{self.prefix()}/sessions", headers=self.headers)
+            return any(s["thread_id"] == session_id for s in response.json())
+
+        await self.until(listed, f"session {session_id} listed")
+
+    async def abort_when_running(self, session_id: str) -> None:
+        """Aborts the session's turn as soon as one runs: an abort of an idle session changes nothing (ABORT-002)."""
+
+        async def aborted() -> bool:
+            response = await self.client.post(f"{self.prefix()}/sessions/{session_id}/abort", headers=self.headers)
+            return response.json()["aborted"]
+
+        await self.until(aborted, f"a running turn in {session_id} to abort")
 
     async def role_id(self, name: str) -> str:
         response = await self.client.get("/v3/access/roles", headers=self.headers)

@@ -140,7 +140,7 @@ async def test_what_the_llm_receives(lab):
 @pytest.mark.covers("CONCURRENCY-001", "PRECHECK-001", "CONTRACT-001")
 async def test_a_busy_session_gets_409_before_any_stream(lab):
     task = asyncio.create_task(lab.stream("[[fake-llm:slow]]", "busy-1"))
-    await asyncio.sleep(0.3)
+    await lab.until_listed("busy-1")
     response = await call(
         lab, ENDPOINTS[0], headers=lab.headers, body={"message": "[[fake-llm:plain]]", "session_id": "busy-1"}
     )

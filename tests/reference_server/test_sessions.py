@@ -346,10 +346,13 @@ async def test_abort_stops_a_running_turn(lab):
     )
     assert idle.json() == {"session_id": "abort-1", "aborted": False}
     task = asyncio.create_task(lab.stream("[[fake-llm:slow]]", "abort-1"))
-    await asyncio.sleep(0.3)
+
+    async def asked() -> bool:  # the user's message is kept, the model is thinking
+        return len((await lab.history("abort-1"))["messages"]) == 3
+
+    await lab.until(asked, "the slow turn's question kept")
+    await lab.abort_when_running("abort-1")
     started = asyncio.get_running_loop().time()
-    aborted = await lab.client.post(f"{lab.prefix()}/sessions/abort-1/abort", headers=lab.headers)
-    assert aborted.json() == {"session_id": "abort-1", "aborted": True}
     stream = await asyncio.wait_for(task, 5)
     assert stream.types[-1] == "done" and asyncio.get_running_loop().time() - started < 5
     session = await lab.session("abort-1")
@@ -377,8 +380,13 @@ async def test_abort_mid_tool_leaves_a_whole_history(lab, tmp_path):
         lab.settings.model_copy(update={"fake_llm_scripts": [scripts], "data_dir": tmp_path / "d2"})
     ) as lab2:
         task = asyncio.create_task(lab2.stream("[[fake-llm:waits]]", "mid-tool"))
-        await asyncio.sleep(0.5)
-        await lab2.client.post(f"{lab2.prefix()}/sessions/mid-tool/abort", headers=lab2.headers)
+
+        async def tool_running() -> bool:  # the call is kept before its tool runs
+            response = await lab2.client.get(f"{lab2.prefix()}/sessions/mid-tool/history", headers=lab2.headers)
+            return response.status_code == 200 and any(m.get("tool_calls") for m in response.json()["messages"])
+
+        await lab2.until(tool_running, "the wait_seconds call")
+        await lab2.abort_when_running("mid-tool")
         stream = await asyncio.wait_for(task, 5)
         assert "tool_start" in stream.types and stream.types[-1] == "done"
         # The started call still ends, once, with the output its tool message keeps (TOOLCALL-005).
