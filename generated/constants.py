@@ -79,6 +79,10 @@ SESSION_ID_PATTERN: Final = "^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-
 # (spec/channels/request-bounds.json#/$defs/messages/maxItems)
 CHANNEL_MESSAGES_MAX_ITEMS: Final = 1000
 
+# CONTROLLER-001: The largest `max_tokens` or `context_limit` of an LLM configuration, 2^63 - 1 (what a 64-bit integer column stores); a larger one is refused 422.
+# (spec/schemas/controller-llm-model-config-create.json#/properties/max_tokens/maximum)
+LLM_CONFIG_INTEGER_MAX: Final = 9223372036854775807
+
 # CHANNEL-011: The most characters of a turn's instructions on the OpenAI channel, system and developer messages and Responses `instructions` together.
 # (spec/channels/request-bounds.json#/$defs/instructions/maxLength)
 CHANNEL_INSTRUCTIONS_MAX_LENGTH: Final = 100000

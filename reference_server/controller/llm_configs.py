@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Request, Response
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from gns3_copilot_generated.constants import LLM_CONFIG_INTEGER_MAX
 from reference_server.errors import ApiError, from_pydantic, invalid_field
 
 from .auth import Authenticated, Caller, require_superadmin
@@ -37,9 +38,9 @@ class LlmConfigFields(StrictBody):
     base_url: Annotated[str | None, Field(min_length=1)] = None
     model: Annotated[str, Field(min_length=1)]
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.7
-    max_tokens: Annotated[JsonInt | None, Field(gt=0)] = None
+    max_tokens: Annotated[JsonInt | None, Field(gt=0, le=LLM_CONFIG_INTEGER_MAX)] = None
     api_key: str | None = None
-    context_limit: Annotated[JsonInt | None, Field(gt=0)] = None
+    context_limit: Annotated[JsonInt | None, Field(gt=0, le=LLM_CONFIG_INTEGER_MAX)] = None  # a 64-bit column
     copilot_mode: str | None = "teaching_assistant"
     is_default: bool = False
     # Validated as the contract's schema says, not kept: the reference server does not trim the context.

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 import gns3_copilot_spec as spec
-from gns3_copilot_generated.constants import DB_LOCATION
+from gns3_copilot_generated.constants import DB_LOCATION, LLM_CONFIG_INTEGER_MAX
 from reference_server.app import create_app
 from reference_server.cli import main as cli_main
 from reference_server.settings import ENV_PREFIX, Settings, load_settings
@@ -591,6 +591,9 @@ INVALID_CONFIGS = [
     ({"name": "x", "provider": "anthropic", "model": "m"}, ["body", "provider"]),
     ({"name": "x", "provider": "fake", "model": "m", "temperature": 2.5}, ["body", "temperature"]),
     ({"provider": "fake", "model": "m"}, ["body", "name"]),
+    # beyond what a 64-bit integer column stores (stock Schemathesis found a 500 here)
+    ({"name": "x", "provider": "fake", "model": "m", "max_tokens": LLM_CONFIG_INTEGER_MAX + 1}, ["body", "max_tokens"]),
+    ({"name": "x", "provider": "fake", "model": "m", "context_limit": 10**30}, ["body", "context_limit"]),
 ]
 
 
@@ -618,6 +621,19 @@ async def _put_on_the_seeded_config(settings: Settings, *bodies: dict[str, Any])
             response = await client.put(configs_url(user_id, config_id), json=body, headers=headers)
             results.append((response, (await client.get(configs_url(user_id), headers=headers)).json()["configs"][0]))
     return results
+
+
+async def test_the_largest_stored_integers_are_kept_and_one_more_is_422(make_settings):
+    """max_tokens and context_limit up to LLM_CONFIG_INTEGER_MAX are stored and read back; one more is refused before
+    anything is written (it was a 500 from the database on an update)."""
+    largest = {"max_tokens": LLM_CONFIG_INTEGER_MAX, "context_limit": LLM_CONFIG_INTEGER_MAX}
+    bodies = (largest, {"max_tokens": LLM_CONFIG_INTEGER_MAX + 1}, {"context_limit": 10**30})
+    (kept, first), (over, second), (far, third) = await _put_on_the_seeded_config(make_settings(), *bodies)
+    assert kept.status_code == 200, kept.text
+    assert {k: first["config"][k] for k in largest} == largest
+    for response, after in ((over, second), (far, third)):
+        assert response.status_code == 422 and response.json()["code"] == "validation_error", response.text
+        assert {k: after["config"][k] for k in largest} == largest
 
 
 async def test_null_in_a_required_llm_model_config_field_is_422(make_settings):

@@ -45,8 +45,11 @@ class LlmModelConfigUpdate(BaseModel):
     model: Annotated[str | None, Field(min_length=1)] = None
     temperature: Annotated[float | None, Field(ge=0.0, le=2.0)] = None
     api_key: str | None = None
-    max_tokens: Annotated[int | None, Field(gt=0)] = None
-    context_limit: Annotated[int | None, Field(description="In thousands of tokens.", gt=0)] = None
+    max_tokens: Annotated[int | None, Field(gt=0, le=9223372036854775807)] = None
+    context_limit: Annotated[
+        int | None,
+        Field(description="In thousands of tokens.", gt=0, le=9223372036854775807),
+    ] = None
     context_strategy: Literal["conservative", "balanced", "aggressive"] | None = None
     copilot_mode: Annotated[
         str | None,
