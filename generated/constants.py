@@ -79,7 +79,7 @@ SESSION_ID_PATTERN: Final = "^(?:[A-Za-z0-9_:-][A-Za-z0-9._:-]*|\\.[A-Za-z0-9_:-
 # (spec/channels/request-bounds.json#/$defs/messages/maxItems)
 CHANNEL_MESSAGES_MAX_ITEMS: Final = 1000
 
-# CONTROLLER-001: The largest `max_tokens` or `context_limit` of an LLM configuration, 2^63 - 1 (what a 64-bit integer column stores); a larger one is refused 422.
+# CONTROLLER-001: The largest `max_tokens` or `context_limit` of an LLM configuration, 2^63 - 1 (a 64-bit integer). The reference server refuses a larger one with 422; gns3-server 3.1 keeps the configuration as JSON and accepts it.
 # (spec/schemas/controller-llm-model-config-create.json#/properties/max_tokens/maximum)
 LLM_CONFIG_INTEGER_MAX: Final = 9223372036854775807
 
