@@ -15,15 +15,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import jsonschema_rs
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 
 def compiled(schema: Any, resources: dict[str, Any] | None = None, *, formats: bool) -> Any | None:
     """jsonschema-rs's validator of `schema` (its $refs resolved in `resources`, URI -> contents), or None when it
-    cannot compile it (jsonschema then validates alone)."""
+    cannot compile it or is not installed (jsonschema then validates alone)."""
     try:
+        import jsonschema_rs  # ours, but not in every environment that loads the contract (a peer's)
+
         registry = jsonschema_rs.Registry(list(resources.items())) if resources else None
         return jsonschema_rs.validator_for(schema, registry=registry, validate_formats=formats)
     except Exception:  # noqa: BLE001 - a schema jsonschema-rs cannot read is validated by jsonschema alone
