@@ -125,7 +125,7 @@ class Lab:
         await self.until(listed, f"session {session_id} listed")
 
     async def abort_when_running(self, session_id: str) -> None:
-        """Aborts the session's turn as soon as one runs: an abort of an idle session changes nothing (ABORT-002)."""
+        """Aborts the session's turn as soon as one runs: an abort of an idle session changes nothing (ABORT-003)."""
 
         async def aborted() -> bool:
             response = await self.client.post(f"{self.prefix()}/sessions/{session_id}/abort", headers=self.headers)
