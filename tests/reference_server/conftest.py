@@ -124,14 +124,18 @@ class Lab:
 
         await self.until(listed, f"session {session_id} listed")
 
-    async def abort_when_running(self, session_id: str) -> None:
-        """Aborts the session's turn as soon as one runs: an abort of an idle session changes nothing (ABORT-003)."""
+    async def abort_when_running(self, session_id: str) -> dict[str, Any]:
+        """Aborts the session's turn as soon as one runs (an abort of an idle session changes nothing, ABORT-003);
+        returns the body of the abort that stopped it."""
+        answers: list[dict[str, Any]] = []
 
         async def aborted() -> bool:
             response = await self.client.post(f"{self.prefix()}/sessions/{session_id}/abort", headers=self.headers)
-            return response.json()["aborted"]
+            answers.append(response.json())
+            return answers[-1]["aborted"]
 
         await self.until(aborted, f"a running turn in {session_id} to abort")
+        return answers[-1]
 
     async def role_id(self, name: str) -> str:
         response = await self.client.get("/v3/access/roles", headers=self.headers)

@@ -351,7 +351,7 @@ async def test_abort_stops_a_running_turn(lab):
         return len((await lab.history("abort-1"))["messages"]) == 3
 
     await lab.until(asked, "the slow turn's question kept")
-    await lab.abort_when_running("abort-1")
+    assert await lab.abort_when_running("abort-1") == {"session_id": "abort-1", "aborted": True}
     started = asyncio.get_running_loop().time()
     stream = await asyncio.wait_for(task, 5)
     assert stream.types[-1] == "done" and asyncio.get_running_loop().time() - started < 5
