@@ -143,10 +143,22 @@ def _describe(error) -> str:
     return f"{where}: {error.message}"
 
 
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _yaml(text: str) -> Any:
+    """libyaml's loader where PyYAML has it (the server and the fake LLM parse every built-in script at start-up, ten
+    times faster so); a document it refuses is read again by yaml.safe_load, whose error message is the one told."""
+    try:
+        return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
+
+
 def load_script_file(path: Path) -> Script:
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else _yaml(text)
     except (OSError, ValueError, yaml.YAMLError) as error:
         raise ScriptFileError(f"{path}: cannot read the script: {error}") from error
     script = parse_script(data, source=str(path))

@@ -18,6 +18,17 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ["COPILOT_REF_PASSWORD_HASH_PROFILE"] = "CHEAPEST"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fake_llm_forked() -> None:
+    """The runs the tests make in their own process (mutants, preflight, clean-up...) fork their fake LLM from the
+    process's fork server (tests/quality/fork_server.py) instead of starting `python -m fake_llm` again: some 250 runs,
+    each 0.3 s of CPU in imports. The README's commands and the installed wheel still start it as users do."""
+    from conformance.harness import processes
+    from tests.quality.fork_server import forked
+
+    processes.fake_llm_module = lambda: forked("fake_llm")
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT

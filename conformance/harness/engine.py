@@ -26,6 +26,7 @@ from conformance.harness.findings import Outcome, RequirementVerdict, Verdict, n
 from conformance.harness.provisioning import prepare
 from conformance.harness.target import Target
 from conformance.harness.verdicts import RunResult, applicable, failed_run, judged_run
+from conformance.transport.http import tls_context
 
 
 def run_suite(
@@ -149,7 +150,9 @@ async def _run(
         # No kept-alive connections: a server that drops one after an error (a 500, say) would otherwise fail the
         # next, unrelated request sent on it with a ReadError, and blame the wrong check.
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=0)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(60), limits=limits, trust_env=False) as client:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(60), limits=limits, trust_env=False, verify=tls_context()
+        ) as client:
             slow_tool = any(spec.slow_tool for spec in chosen)  # else preflight need not measure the slow tool
             prepared = await prepare(target, workdir or Path(tmp), client, seed, slow_tool, keep)  # see run()
             try:

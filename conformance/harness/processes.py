@@ -12,12 +12,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
 from conformance.errors import HarnessError
+from conformance.transport.http import tls_context
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,17 +78,20 @@ def _clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _wait_until_ready(process: Process, url: str, timeout: float) -> bool:
-    """Poll `url` until it answers below 500; False when the process exits or the time is up."""
+    """Poll `url` until it answers below 500; False when the process exits or the time is up. One client for every
+    poll: httpx.get makes a client, and a TLS context, for each (20 ms of CPU, some 20 times while a server starts on
+    a busy machine)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.popen.poll() is not None:
-            return False
-        try:
-            if httpx.get(url, timeout=2, trust_env=False).status_code < 500:
-                return True
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
+    with httpx.Client(timeout=2, trust_env=False, verify=tls_context()) as client:
+        while time.monotonic() < deadline:
+            if process.popen.poll() is not None:
+                return False
+            try:
+                if client.get(url).status_code < 500:
+                    return True
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
     return False
 
 
@@ -126,11 +131,16 @@ def start_module(
     return process, url
 
 
+# What follows `python -m` to serve the fake LLM. The project's own tests, which make hundreds of runs in their
+# process, put there a command that forks it from a process that imported it once (tests/quality/fork_server.py).
+fake_llm_module: Callable[[], list[str]] = lambda: ["fake_llm"]  # noqa: E731 - replaced as a whole by the tests
+
+
 def start_fake_llm(scripts: Path, port: int = 0) -> tuple[Process, str]:
     return start_module(
         "the fake LLM",
         [
-            "fake_llm",
+            *fake_llm_module(),
             "serve",
             "--host",
             "127.0.0.1",

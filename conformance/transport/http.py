@@ -62,9 +62,9 @@ def transport_error(exc: Exception, started: float) -> str:
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One for every fresh client: making one per client (httpx's default) costs some 20 ms of CPU, which would
-    spread requests meant to go at once over the run's event loop."""
+def tls_context() -> ssl.SSLContext:
+    """One for every client the suite makes: making one per client (httpx's default) costs some 20 ms of CPU, which
+    would spread requests meant to go at once over the run's event loop."""
     return ssl.create_default_context()
 
 
@@ -78,7 +78,7 @@ async def _connection(shared: httpx.AsyncClient, fresh: bool) -> AsyncIterator[h
         return
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=0)
     async with httpx.AsyncClient(
-        timeout=shared.timeout, limits=limits, trust_env=False, verify=_ssl_context()
+        timeout=shared.timeout, limits=limits, trust_env=False, verify=tls_context()
     ) as client:
         yield client
 

@@ -1,7 +1,7 @@
-"""`python -m tests.quality.fork_client SOCKET NAME [options]`: a variant server forked by the fork server at SOCKET
-(tests/quality/fork_server.py), as the suite sees a target process: this process's stdin, stdout and stderr are the
-variant's, SIGTERM and SIGINT reach it, and this process ends with its exit code. Only the standard library is
-imported here: this process is the cheap part."""
+"""`python -m tests.quality.fork_client SOCKET MODULE [arguments]`: `python -m MODULE [arguments]` forked by the fork
+server at SOCKET (tests/quality/fork_server.py), as the suite sees a process it starts: this process's stdin, stdout
+and stderr are the fork's, SIGTERM and SIGINT reach it, and this process ends with its exit code. Only the standard
+library is imported here: this process is the cheap part."""
 
 from __future__ import annotations
 
@@ -21,19 +21,19 @@ def main() -> int:
     lines = connection.makefile("r", encoding="utf-8")
     first = lines.readline().split()
     if len(first) != 2 or first[0] != "pid":
-        print(f"the fork server did not start the variant ({' '.join(first) or 'no answer'})", file=sys.stderr)
+        print(f"the fork server did not start {' '.join(argv[:1])} ({' '.join(first) or 'no answer'})", file=sys.stderr)
         return 1
     pid = int(first[1])
 
     def forward(number: int, _frame: object) -> None:
         try:
             os.kill(pid, number)
-        except ProcessLookupError:  # the variant has just ended: its exit line follows
+        except ProcessLookupError:  # the fork has just ended: its exit line follows
             pass
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
-    last = lines.readline().split()  # "exit CODE", or nothing when the variant was killed
+    last = lines.readline().split()  # "exit CODE", or nothing when the fork was killed
     return int(last[1]) if len(last) == 2 and last[0] == "exit" else 1
 
 

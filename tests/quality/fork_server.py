@@ -1,15 +1,18 @@
-"""Variant servers forked from one process that has imported the reference server once.
+"""Servers forked from one process that has imported the reference server and the fake LLM once.
 
 The test command judges some 130 variants of the reference server (mutants, answer breakers, flaky servers,
 scenario preventers), each in a server process of its own. Importing the server (LangGraph, LangChain, the OpenAI
 client, FastAPI) costs about 2 s of CPU, paid again by every variant; on the 2-core machine the test command is
 CPU-bound, so that was minutes of its wall time. A fork server per pytest process imports it once; each variant is
-a fork of it, which applies its change and serves, exactly as `python -m tests.quality.mutant_server` does.
+a fork of it, which applies its change and serves, exactly as `python -m tests.quality.mutant_server` does. The same
+goes for the unmodified reference server of the tests that start one (`python -m reference_server`, some 60 of them)
+and for the fake LLM of every run the tests make in-process (`python -m fake_llm`, some 250, 0.3 s of CPU each).
 
-The suite still starts, watches and stops the variant by pid, as it does any target: its command is
-`python -m tests.quality.fork_client SOCKET NAME [options]`, a small process that hands its stdin, stdout and stderr
-to the fork, passes on SIGTERM and SIGINT, and ends with the fork's exit code. The fork ends when the client does,
-even when the client is killed (it watches their connection).
+The suite still starts, watches and stops the fork by pid, as it does any target: its command is
+`python -m tests.quality.fork_client SOCKET MODULE [arguments]`, a small process that hands its stdin, stdout and
+stderr to the fork, passes on SIGTERM and SIGINT, and ends with the fork's exit code. The fork ends when the client
+does, even when the client is killed (it watches their connection). What users start themselves (the README's
+commands, the installed wheel) is never forked.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ MAX_REQUEST = 1 << 20  # a request: the variant's arguments, environment and fol
 
 
 def _serve_forever(path: str, parent: int) -> None:
-    import reference_server.app  # noqa: F401 - the imports every fork shares
+    import fake_llm.cli  # noqa: F401 - the imports every fork shares
+    import fake_llm.openai_server  # noqa: F401
+    import reference_server.app  # noqa: F401
     import reference_server.cli  # noqa: F401
     import tests.quality.mutant_server  # noqa: F401
 
@@ -81,6 +86,28 @@ def _warm_what_every_fork_loads() -> None:
     ScriptLibrary.from_folders()
 
 
+def _reference_server() -> None:
+    from reference_server.cli import main
+
+    main()
+
+
+def _fake_llm() -> None:
+    from fake_llm.cli import main
+
+    main(prog_name="python -m fake_llm")  # as fake_llm/__main__.py calls it
+
+
+def _variant() -> None:
+    from tests.quality.mutant_server import main
+
+    main()
+
+
+# The modules a fork runs, each as `python -m MODULE` would (their __main__.py).
+_MAINS = {"reference_server": _reference_server, "fake_llm": _fake_llm, "tests.quality.mutant_server": _variant}
+
+
 def _run_variant(connection: socket.socket, request: dict, fds: list[int]) -> None:
     """In the fork: the client's stdio, environment and folder; its death is this process's end."""
     code = 1
@@ -96,10 +123,11 @@ def _run_variant(connection: socket.socket, request: dict, fds: list[int]) -> No
         os.environ.update(request["env"])
         connection.sendall(f"pid {os.getpid()}\n".encode())
         threading.Thread(target=_end_with_client, args=(connection,), daemon=True).start()
-        sys.argv = ["tests.quality.mutant_server", *request["argv"]]
-        from tests.quality.mutant_server import main
-
-        main()
+        module, *arguments = request["argv"] or ["(none)"]
+        if module not in _MAINS:
+            sys.exit(f"the fork server runs {', '.join(sorted(_MAINS))}; not {module}")
+        sys.argv = [module, *arguments]
+        _MAINS[module]()
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -124,6 +152,15 @@ def _end_with_client(connection: socket.socket) -> None:
     except OSError:
         pass
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def forked(module: str) -> list[str]:
+    """What follows `python -m` to run `module` (one of _MAINS) as a fork of this process's fork server, or as a
+    process of its own where forking is not available."""
+    if module not in _MAINS:
+        raise ValueError(f"the fork server runs {', '.join(sorted(_MAINS))}, not {module}")
+    socket_path = fork_server()
+    return ["tests.quality.fork_client", socket_path, module] if socket_path else [module]
 
 
 @cache

@@ -20,7 +20,7 @@ from conformance.harness.target import Target, load_target, parse_target
 from conformance.harness.verdicts import RunResult
 from tests.readme import readme_command
 
-from .fork_server import fork_server
+from .fork_server import forked
 from .mutants import MUTANTS
 from .scenario_missing import SCENARIO_MISSING
 
@@ -63,16 +63,15 @@ def mutant_selection(name: str) -> list[str]:
 SHARES_REFERENCE_RUN = pytest.mark.xdist_group("reference-run")
 
 
-def mutant_target(name: str, *, forked: bool = True) -> Target:
+def mutant_target(name: str, *, fork: bool = True) -> Target:
     """The built-in target, served by the variant `name` (tests/quality/mutant_server.py): forked from this process's
-    fork server (tests/quality/fork_server.py) unless `forked` is False or forking is not available."""
+    fork server (tests/quality/fork_server.py) unless `fork` is False or forking is not available."""
     base = load_target(None)
     data = copy.deepcopy(base.data)
     data["name"] = f"mutant-{name}"
     command = data["start"]["command"]
     at = command.index("reference_server")
-    socket_path = fork_server() if forked else None
-    server = ["tests.quality.fork_client", socket_path] if socket_path else ["tests.quality.mutant_server"]
+    server = forked("tests.quality.mutant_server") if fork else ["tests.quality.mutant_server"]
     data["start"]["command"] = [*command[:at], *server, name, *command[at + 1 :]]
     data["start"]["env"] = {"PYTHONPATH": "{repo}"}
     return parse_target(data, path=base.path)

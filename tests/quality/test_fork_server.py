@@ -1,6 +1,7 @@
-"""The fork server of the variant servers (tests/quality/fork_server.py): a forked variant serves as its own process
-would, stops on the SIGTERM the suite sends its client, ends when its client is killed, and a wrong variant name
-ends the client with the usage message."""
+"""The fork server (tests/quality/fork_server.py): a forked variant serves as its own process would, stops on the
+SIGTERM the suite sends its client, ends when its client is killed; a wrong variant name ends the client with the usage
+message, a module the fork server does not run with the list of those it does; the fake LLM and the unmodified
+reference server, forked, start as `python -m` starts them."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from conformance.harness.machine_load import stretched
 from conformance.harness.processes import free_port
 
-from .fork_server import fork_server
+from .fork_server import fork_server, forked
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +36,7 @@ def _client(tmp_path, *args: str) -> subprocess.Popen:
 
 def _variant(tmp_path, port: int) -> subprocess.Popen:
     arguments = ["--host", "127.0.0.1", "--port", str(port), "--data-dir", str(tmp_path / "data")]
-    client = _client(tmp_path, "missing-done", *arguments)
+    client = _client(tmp_path, "tests.quality.mutant_server", "missing-done", *arguments)
     first = client.stdout.readline()
     if "reference server listening on" not in first:
         client.kill()
@@ -79,6 +82,35 @@ def test_a_forked_variant_ends_when_its_client_is_killed(tmp_path):
 
 
 def test_an_unknown_variant_ends_its_client_with_the_usage(tmp_path):
-    client = _client(tmp_path, "no-such-variant")
+    client = _client(tmp_path, "tests.quality.mutant_server", "no-such-variant")
     assert client.wait(stretched(15)) == 1
     assert "usage: python -m tests.quality.mutant_server NAME" in client.stdout.read()
+
+
+def test_a_module_the_fork_server_does_not_run_ends_its_client_with_the_list(tmp_path):
+    client = _client(tmp_path, "os")
+    assert client.wait(stretched(15)) == 1
+    assert (
+        "the fork server runs fake_llm, reference_server, tests.quality.mutant_server; not os" in client.stdout.read()
+    )
+    with pytest.raises(ValueError, match="not os"):
+        forked("os")
+
+
+@pytest.mark.parametrize(
+    ("module", "arguments", "first_line"),
+    [
+        ("fake_llm", ["serve", "--host", "127.0.0.1", "--port", "0"], "fake-llm listening on http://127.0.0.1:"),
+        ("reference_server", ["--host", "127.0.0.1", "--port", "0"], "reference server listening on http://127.0.0.1:"),
+    ],
+)
+def test_the_fake_llm_and_the_reference_server_start_forked_as_python_m_starts_them(
+    tmp_path, module, arguments, first_line
+):
+    extra = ["--data-dir", str(tmp_path / "data")] if module == "reference_server" else []
+    client = _client(tmp_path, module, *arguments, *extra)
+    try:
+        assert client.stdout.readline().startswith(first_line)
+    finally:
+        client.terminate()
+    client.wait(stretched(15))  # ended by the SIGTERM, as the suite stops it (its code is not judged by the suite)

@@ -21,6 +21,7 @@ from conformance.harness.processes import Process, start_module
 from conformance.rules.framing import parse_stream
 from reference_server.app import create_app
 from reference_server.settings import Settings
+from tests.quality.fork_server import forked
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,8 +264,10 @@ class ServerProcess:
 
 
 def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerProcess:
+    """`python -m reference_server` on 127.0.0.1, forked from this process's fork server (tests/quality/fork_server.py:
+    the same server, without importing it again)."""
     arguments = [
-        "reference_server",
+        *forked("reference_server"),
         "--host",
         "127.0.0.1",
         "--port",
