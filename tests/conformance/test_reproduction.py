@@ -16,6 +16,7 @@ import yaml
 
 from conformance.harness.processes import free_port, start_module
 from conformance.harness.target import load_target
+from tests.quality.fork_server import forked
 from tests.readme import readme_command
 from tests.reference_server.conftest import events_of
 
@@ -35,7 +36,7 @@ def test_a_failing_requirement_is_rerun_by_its_command_and_replayed_by_its_curl(
     server, base_url = start_module(
         "mutant server",
         [
-            "tests.quality.mutant_server",
+            *forked("tests.quality.mutant_server"),
             MUTANT,
             "--host",
             "127.0.0.1",

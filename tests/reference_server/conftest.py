@@ -263,11 +263,12 @@ class ServerProcess:
         return data
 
 
-def start_server_process(data_dir: Path, *args: str, port: int = 0) -> ServerProcess:
+def start_server_process(data_dir: Path, *args: str, port: int = 0, fork: bool = True) -> ServerProcess:
     """`python -m reference_server` on 127.0.0.1, forked from this process's fork server (tests/quality/fork_server.py:
-    the same server, without importing it again)."""
+    the same server, without importing it again), or with `fork` False a process of its own: where the test kills
+    the server with SIGKILL (a fork dies only once it sees its client gone) or reads its tree of worker processes."""
     arguments = [
-        *forked("reference_server"),
+        *(forked("reference_server") if fork else ["reference_server"]),
         "--host",
         "127.0.0.1",
         "--port",

@@ -106,10 +106,11 @@ def scripts_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class LoggedServer:
-    """A server process and what it logged (start_server_process keeps reading its output)."""
+    """A server process of its own (the tests kill it) and what it logged (start_server_process keeps reading its
+    output)."""
 
     def __init__(self, data_dir: Path, *args: str) -> None:
-        self.server = start_server_process(data_dir, *args)
+        self.server = start_server_process(data_dir, *args, fork=False)
         self.process, self.base_url = self.server.process, self.server.base_url
 
     def log_text(self) -> str:

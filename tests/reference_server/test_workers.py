@@ -33,7 +33,7 @@ SLOW = "[[fake-llm:slow]]"  # its first chunk comes after 3 s
 
 @pytest.fixture
 def workers(tmp_path: Path, postgres_url: str) -> Iterator[ServerProcess]:
-    server = start_server_process(tmp_path / "data", "--database-url", postgres_url, "--workers", "2")
+    server = start_server_process(tmp_path / "data", "--database-url", postgres_url, "--workers", "2", fork=False)
     server.postgres_url = postgres_url
     yield server
     server.stop()
@@ -236,7 +236,7 @@ async def test_four_workers_share_the_connections_that_arrive_together(tmp_path:
     worker, the first to wake accepted all that were waiting (the busiest took 98-110 of 256, 1.5-1.7 times its
     share); with a socket per worker (SO_REUSEPORT) the kernel deals them out by hash, about 64 ± 7 each. The bound
     here, 0.5-1.5 of the share, is loose enough for any machine; bench/ measures the balance itself."""
-    server = start_server_process(tmp_path / "data", "--database-url", postgres_url, "--workers", "4")
+    server = start_server_process(tmp_path / "data", "--database-url", postgres_url, "--workers", "4", fork=False)
     try:
         url = httpx.URL(server.base_url)
         # First every worker listening: the kernel deals a connection only to the sockets listening when it arrives,
