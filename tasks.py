@@ -160,7 +160,7 @@ def ensure_playground() -> None:
 # taken by whichever worker is free, longest first. Most of a test's time is spent waiting on servers and scripted
 # silences, so there are more workers than cores (8 on 2 cores made the command slower than 6: more CPU for
 # the same work, under more contention).
-TEST_WORKERS = 4
+TEST_WORKERS = 3
 # `--no-loadscope-reorder`: the units go out in the collection's order, longest first (tests/scheduling.py).
 WORKERS = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--no-loadscope-reorder")
 FULL_TEST = (*WORKERS, "--durations=25", "--junitxml", ".cache/tests.xml")
