@@ -157,10 +157,11 @@ def ensure_playground() -> None:
 # The test command: one pytest over every test under tests/, its tests shared out to worker processes by
 # pytest-xdist. `--dist loadgroup`: a module's tests stay on one worker, so its servers are started once
 # (tests/conftest.py groups them; a module whose tests each make their own run spreads them), and the groups are
-# taken by whichever worker is free, longest first. Most of a test's time is spent waiting on servers and scripted
-# silences, so there are more workers than cores (8 on 2 cores made the command slower than 6: more CPU for
-# the same work, under more contention).
-TEST_WORKERS = 3
+# taken by whichever worker is free, longest first. Much of a test's time is spent waiting on servers and scripted
+# silences, so there are more workers than cores, but not many more: on 2 cores, the same 2 804 tests cost the
+# machine 2 045 CPU-s with 6 workers, 1 717 with 5, 1 361 with 4 and 1 310 with 3 (contention costs CPU: the kernel's,
+# and the suite judging again alone every timed check a busy machine made fail), for 987, 877, 785 and 910 s of pytest.
+TEST_WORKERS = 4
 # `--no-loadscope-reorder`: the units go out in the collection's order, longest first (tests/scheduling.py).
 WORKERS = ("-n", str(TEST_WORKERS), "--dist", "loadgroup", "--no-loadscope-reorder")
 FULL_TEST = (*WORKERS, "--durations=25", "--junitxml", ".cache/tests.xml")
