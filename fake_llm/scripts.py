@@ -143,14 +143,11 @@ def _describe(error) -> str:
     return f"{where}: {error.message}"
 
 
-_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _yaml(text: str) -> Any:
     """libyaml's loader where PyYAML has it (the server and the fake LLM parse every built-in script at start-up, ten
     times faster so); a document it refuses is read again by yaml.safe_load, whose error message is the one told."""
     try:
-        return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=spec.YAML_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError:
         return yaml.safe_load(text)
 

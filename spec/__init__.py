@@ -43,14 +43,15 @@ SCHEMA_FOLDERS = (EVENTS_DIR, SCHEMAS_DIR, FAKE_LLM_DIR, CHANNELS_DIR, OFFICIAL_
 
 # libyaml's loader where PyYAML was built with it: every process (server, suite, fake LLM) parses the contract's YAML
 # at start-up, and the pure-Python loader takes ten times as long. Same documents either way (the contract is plain
-# YAML); user files keep yaml.safe_load, whose error messages the suite quotes.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# YAML); user files keep yaml.safe_load's error messages, which the suite quotes (fake_llm/scripts.py reads again
+# with it a file this loader refuses).
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_document(path: Path) -> Any:
     """Parse one JSON or YAML file of the contract."""
     text = path.read_text(encoding="utf-8")
-    return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_LOADER)  # noqa: S506 - safe loader
+    return json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=YAML_LOADER)  # noqa: S506 - safe loader
 
 
 @cache

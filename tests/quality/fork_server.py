@@ -105,7 +105,12 @@ def _variant() -> None:
 
 
 # The modules a fork runs, each as `python -m MODULE` would (their __main__.py).
-_MAINS = {"reference_server": _reference_server, "fake_llm": _fake_llm, "tests.quality.mutant_server": _variant}
+_MAINS = {"fake_llm": _fake_llm, "reference_server": _reference_server, "tests.quality.mutant_server": _variant}
+
+
+def _refusal(module: str) -> str | None:
+    """Why the fork server does not run `module`, or None when it does (told by the fork and by `forked` alike)."""
+    return None if module in _MAINS else f"the fork server runs {', '.join(_MAINS)}; not {module}"
 
 
 def _run_variant(connection: socket.socket, request: dict, fds: list[int]) -> None:
@@ -124,8 +129,8 @@ def _run_variant(connection: socket.socket, request: dict, fds: list[int]) -> No
         connection.sendall(f"pid {os.getpid()}\n".encode())
         threading.Thread(target=_end_with_client, args=(connection,), daemon=True).start()
         module, *arguments = request["argv"] or ["(none)"]
-        if module not in _MAINS:
-            sys.exit(f"the fork server runs {', '.join(sorted(_MAINS))}; not {module}")
+        if refused := _refusal(module):
+            sys.exit(refused)
         sys.argv = [module, *arguments]
         _MAINS[module]()
         code = 0
@@ -157,8 +162,8 @@ def _end_with_client(connection: socket.socket) -> None:
 def forked(module: str) -> list[str]:
     """What follows `python -m` to run `module` (one of _MAINS) as a fork of this process's fork server, or as a
     process of its own where forking is not available."""
-    if module not in _MAINS:
-        raise ValueError(f"the fork server runs {', '.join(sorted(_MAINS))}, not {module}")
+    if refused := _refusal(module):
+        raise ValueError(refused)
     socket_path = fork_server()
     return ["tests.quality.fork_client", socket_path, module] if socket_path else [module]
 
