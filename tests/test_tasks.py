@@ -64,6 +64,8 @@ def test_the_whole_command_is_one_pytest_over_every_test_with_workers(monkeypatc
     full, quick, loaded = calls
     assert full[-1] == "tests" and "-n" in full and "loadgroup" in full and "not slow" not in full
     assert "--no-loadscope-reorder" in full  # the units in the collection's order, longest first
+    # only the plugins the tests use: no installed plugin's modules are rewritten in every process (tasks.PLUGINS)
+    assert full[full.index("--disable-plugin-autoload") + 1 :].count("-p") == len(tasks._USED_PLUGINS)
     assert quick[-1] == "tests" and "not slow" in quick
     assert loaded == full and len(started) == 1
     assert started[0].returncode is not None  # stopped (and reaped) when the tests ended

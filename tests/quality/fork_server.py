@@ -168,10 +168,18 @@ def forked(module: str) -> list[str]:
     return ["tests.quality.fork_client", socket_path, module] if socket_path else [module]
 
 
-@cache
+_STARTING = threading.Lock()  # runs are made in several threads (tests/quality/runs.py): one fork server per process
+
+
 def fork_server() -> str | None:
     """The socket of this process's fork server, started on first use and stopped when this process exits; None
     where forking is not available (the variants then start as processes of their own)."""
+    with _STARTING:
+        return _start_fork_server()
+
+
+@cache
+def _start_fork_server() -> str | None:
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         return None
     folder = tempfile.mkdtemp(prefix="variant-forks-")

@@ -14,6 +14,9 @@ pytestmark = pytest.mark.slow  # a suite run per breaker: left out of `python3 t
 
 XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
+# The run each test reads, started ahead of it (tests/quality/conftest.py).
+RUN_OF = {"test_a_bad_answer_fails_its_requirements_and_is_never_an_error": lambda params: ("breaker", params["name"])}
+
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))
 def test_a_bad_answer_fails_its_requirements_and_is_never_an_error(name):

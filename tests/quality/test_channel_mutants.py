@@ -18,6 +18,9 @@ pytestmark = pytest.mark.slow  # a suite run per mutant: left out of `python3 ta
 
 XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
+# The run each test reads, started ahead of it (tests/quality/conftest.py).
+RUN_OF = {"test_each_channel_mutant_fails_exactly_what_it_breaks": lambda params: ("mutant", params["name"])}
+
 CHANNEL_SECTIONS = {section for section, area in AREAS.items() if area in CHANNEL_AREAS}
 
 

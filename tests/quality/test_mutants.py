@@ -15,6 +15,9 @@ pytestmark = pytest.mark.slow  # a suite run per mutant: left out of `python3 ta
 
 XDIST_SPREAD = True  # each mutant's run is its own: any worker may take any test
 
+# The run each test reads, started ahead of it (tests/quality/conftest.py).
+RUN_OF = {"test_each_mutant_fails_exactly_what_it_breaks": lambda params: ("mutant", params["name"])}
+
 
 def test_there_are_at_least_seventy_mutants():
     assert len(gns3_mutants()) >= 70  # the channel mutants are counted in test_channel_mutants.py

@@ -18,6 +18,14 @@ pytestmark = pytest.mark.slow  # a suite run per scenario preventer: left out of
 
 XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
+# The run each test reads, started ahead of it (tests/quality/conftest.py): its check's preventer's.
+RUN_OF = {
+    "test_a_check_whose_scenario_did_not_happen_passes_nothing": lambda params: (
+        "preventer",
+        SCENARIO_MISSING[params["check_id"]].preventer,
+    )
+}
+
 
 def test_every_check_says_how_its_scenario_can_be_missing():
     assert set(SCENARIO_MISSING) == set(load_all())
