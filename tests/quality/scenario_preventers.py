@@ -44,17 +44,26 @@ def _mark_check_turns() -> None:
 
 
 def _llm_down() -> None:
-    """The checks' turns reach no model: the LLM's address refuses connections, so each turn is an `error`."""
-    from dataclasses import replace
+    """The checks' turns reach no model: the LLM's address refuses connections, so each turn is an `error`. The model
+    client does not try again (the `openai` client's default is twice, after 0.5 to 8 s): a second refusal is the same
+    error, and the waits made this preventer's run the longest of the test command's runs."""
+    from functools import cache
 
-    from reference_server.agent.llm_factory import ChatModelFactory
+    from langchain_openai import ChatOpenAI
+
+    from reference_server.agent.llm_factory import NO_KEY, ChatModelFactory
 
     original = ChatModelFactory.build
 
+    @cache
+    def unreachable(model: str) -> ChatOpenAI:  # as the server builds a model (llm_factory), at the discard port
+        discard = "http://127.0.0.1:9/v1"  # nothing listens there
+        return ChatOpenAI(
+            base_url=discard, api_key=NO_KEY, model=model, streaming=True, stream_usage=True, max_retries=0
+        )
+
     def build(self, settings):
-        if _IN_CHECK.get():
-            settings = replace(settings, base_url="http://127.0.0.1:9/v1")  # the discard port: nothing listens
-        return original(self, settings)
+        return unreachable(settings.model) if _IN_CHECK.get() else original(self, settings)
 
     ChatModelFactory.build = build
     _mark_check_turns()
