@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ahead import ahead_of, start_ahead
 from tests.postgres import postgres_server, postgres_url  # noqa: F401 - PostgreSQL fixtures for every test
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,3 +86,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         totals[_group(item)] = totals.get(_group(item), 0.0) + seconds_of(item.nodeid)
     items.sort(key=lambda item: -totals[_group(item)])  # stable: a group keeps its own order
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Before a test runs, the work the next test reads starts in the background (tests/ahead.py)."""
+    if nextitem is not None and (ahead := ahead_of(nextitem)) is not None:
+        start_ahead(ahead)
+    yield

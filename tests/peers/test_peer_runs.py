@@ -5,9 +5,14 @@ where a network namespace cannot be made."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
+from functools import partial
+from pathlib import Path
 
 import pytest
 import yaml
@@ -16,13 +21,27 @@ import gns3_copilot_spec as spec
 from conformance.harness.netns import network_namespace_available
 from peers import PEERS, REPO, get_peer
 from peers.install import ensure, installed
+from tests.ahead import once
 from tests.readme import readme_command
 
 pytestmark = pytest.mark.slow  # installs and judges the peers: left out of `python3 tasks.py test --quick`
 XDIST_SPREAD = True  # each test installs and judges a server of its own: any worker may take it
+# Each peer's run, started a test ahead (tests/ahead.py): a run mostly waits on its peer.
+AHEAD = {"test_the_peer_run_matches_its_baseline": lambda params: partial(peer_run, params["name"])}
 
 
 SOURCES = {r["id"]: r["source"] for r in spec.load_requirements()["requirements"]}
+
+
+def peer_run(name: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """`_peer_run` of one peer with the README's options, made once per process, into a folder of its own."""
+
+    def make() -> tuple[dict, subprocess.CompletedProcess]:
+        folder = Path(tempfile.mkdtemp(prefix=f"peer-run-{name}-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        return _peer_run(folder, name)
+
+    return once(("peer", name), make)
 
 
 def _peer_run(tmp_path, name: str, *extra: str) -> tuple[dict, subprocess.CompletedProcess]:
@@ -65,9 +84,9 @@ def test_the_protocol_profile_reports_exactly_the_peers_protocol_violations(tmp_
 
 
 @pytest.mark.parametrize("name", sorted(PEERS))
-def test_the_peer_run_matches_its_baseline(tmp_path, name):
+def test_the_peer_run_matches_its_baseline(name):
     peer = get_peer(name)
-    data, completed = _peer_run(tmp_path, name)
+    data, completed = peer_run(name)
     assert data["passed"] and data["target"]["name"] == peer.target
     verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
     assert not {"FAIL", "STALE", "ERROR", "FLAKY"} & set(verdicts.values()), verdicts

@@ -7,8 +7,6 @@ import asyncio
 import copy
 import json
 import subprocess
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -20,6 +18,7 @@ from conformance.harness.engine import run
 from conformance.harness.findings import Verdict
 from conformance.harness.target import Target, load_target, parse_target
 from conformance.harness.verdicts import RunResult
+from tests.ahead import once
 from tests.readme import readme_command
 
 from .fork_server import forked
@@ -104,53 +103,18 @@ def result_of(outcome: RunResult | BaseException, name: str) -> RunResult:
 
 
 # One run per test: the test command's workers (pytest-xdist) share the runs out, so a run is made by the worker that
-# runs its test, and only there. What the suite finally reports is judged: a timed check it judged again alone
-# (CheckSpec.timed, .raced) is judged on that run, as a user's report would show it.
-#
-# A run mostly waits (scripted silences, slow tools, heartbeats, the checks judged again alone): the run of the test a
-# worker takes next is started beside the one it is judging (start_ahead, from tests/quality/conftest.py), so a
-# worker judging runs has about two under way, and its waits overlap.
-AHEAD_RUNS = 2  # runs started ahead, beside the one a worker's current test makes itself
-_ahead = ThreadPoolExecutor(max_workers=AHEAD_RUNS, thread_name_prefix="run-ahead")
-_lock = threading.Lock()
-_runs: dict[tuple[str, str], Future] = {}
-
-
-def _make(kind: str, name: str) -> RunResult | BaseException:
-    if kind == "mutant":  # a mutant (GNS3 or channel), judged by the checks of what it breaks (mutant_selection)
-        return _one_run(name, mutant_selection(name))
-    if kind == "breaker":  # an answer breaker (listing and history bodies), judged by every GNS3 area
-        return _one_run(name, list(gns3_areas()))
-    return _one_run(name, preventer_checks(name))  # a scenario preventer, with the checks SCENARIO_MISSING assigns
-
-
-def _once(kind: str, name: str) -> RunResult | BaseException:
-    """The run `kind` `name`, made once per process: by the first thread that asks, the others wait for it."""
-    with _lock:
-        future, mine = _runs.get((kind, name)), False
-        if future is None:
-            future, mine = _runs.setdefault((kind, name), Future()), True
-    if mine:
-        try:
-            future.set_result(_make(kind, name))
-        except BaseException as exc:  # an interrupt: whoever waits for the run sees it too
-            future.set_exception(exc)
-            raise
-    return future.result()
-
-
-def start_ahead(kind: str, name: str) -> None:
-    """Start the run `kind` `name` in the background, unless it is made or under way already."""
-    if (kind, name) not in _runs:
-        _ahead.submit(_once, kind, name)
+# runs its test, and only there (tests/ahead.py starts it a test ahead). What the suite finally reports is judged: a
+# timed check it judged again alone (CheckSpec.timed, .raced) is judged on that run, as a user's report would show it.
 
 
 def mutant_run(name: str) -> RunResult | BaseException:
-    return _once("mutant", name)
+    """A mutant (GNS3 or channel), judged by the checks of what it breaks (mutant_selection)."""
+    return once(("mutant", name), lambda: _one_run(name, mutant_selection(name)))
 
 
 def breaker_run(name: str) -> RunResult | BaseException:
-    return _once("breaker", name)
+    """An answer breaker (listing and history bodies), judged by every GNS3 area: none may blame the suite."""
+    return once(("breaker", name), lambda: _one_run(name, list(gns3_areas())))
 
 
 def preventer_checks(name: str) -> list[str]:
@@ -159,7 +123,8 @@ def preventer_checks(name: str) -> list[str]:
 
 
 def preventer_run(name: str) -> RunResult | BaseException:
-    return _once("preventer", name)
+    """One run of a scenario preventer, with the checks SCENARIO_MISSING assigns to it."""
+    return once(("preventer", name), lambda: _one_run(name, preventer_checks(name)))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@ implementation's failure of the requirements that answer was read for, never the
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from conformance.harness.findings import Verdict
@@ -14,8 +16,12 @@ pytestmark = pytest.mark.slow  # a suite run per breaker: left out of `python3 t
 
 XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
-# The run each test reads, started ahead of it (tests/quality/conftest.py).
-RUN_OF = {"test_a_bad_answer_fails_its_requirements_and_is_never_an_error": lambda params: ("breaker", params["name"])}
+# The run each test reads, started ahead of it (tests/ahead.py).
+AHEAD = {
+    "test_a_bad_answer_fails_its_requirements_and_is_never_an_error": lambda params: partial(
+        breaker_run, params["name"]
+    )
+}
 
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))

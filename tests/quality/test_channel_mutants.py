@@ -4,6 +4,8 @@ the checks of those requirements (runs.mutant_selection), and every rule of the 
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 import gns3_copilot_spec as spec
@@ -18,8 +20,8 @@ pytestmark = pytest.mark.slow  # a suite run per mutant: left out of `python3 ta
 
 XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
-# The run each test reads, started ahead of it (tests/quality/conftest.py).
-RUN_OF = {"test_each_channel_mutant_fails_exactly_what_it_breaks": lambda params: ("mutant", params["name"])}
+# The run each test reads, started ahead of it (tests/ahead.py).
+AHEAD = {"test_each_channel_mutant_fails_exactly_what_it_breaks": lambda params: partial(mutant_run, params["name"])}
 
 CHANNEL_SECTIONS = {section for section, area in AREAS.items() if area in CHANNEL_AREAS}
 

@@ -3,6 +3,8 @@ requirements it breaks (and their stated consequences), and the unmodified serve
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 import gns3_copilot_spec as spec
@@ -15,8 +17,8 @@ pytestmark = pytest.mark.slow  # a suite run per mutant: left out of `python3 ta
 
 XDIST_SPREAD = True  # each mutant's run is its own: any worker may take any test
 
-# The run each test reads, started ahead of it (tests/quality/conftest.py).
-RUN_OF = {"test_each_mutant_fails_exactly_what_it_breaks": lambda params: ("mutant", params["name"])}
+# The run each test reads, started ahead of it (tests/ahead.py).
+AHEAD = {"test_each_mutant_fails_exactly_what_it_breaks": lambda params: partial(mutant_run, params["name"])}
 
 
 def test_there_are_at_least_seventy_mutants():

@@ -5,6 +5,8 @@ rule the variant really breaks). Checks whose scenario no server can prevent mus
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from conformance.checks import load_all
@@ -18,11 +20,10 @@ pytestmark = pytest.mark.slow  # a suite run per scenario preventer: left out of
 
 XDIST_SPREAD = True  # each test's run is its own (or its group's): any worker may take any test
 
-# The run each test reads, started ahead of it (tests/quality/conftest.py): its check's preventer's.
-RUN_OF = {
-    "test_a_check_whose_scenario_did_not_happen_passes_nothing": lambda params: (
-        "preventer",
-        SCENARIO_MISSING[params["check_id"]].preventer,
+# The run each test reads, started ahead of it (tests/ahead.py): its check's preventer's.
+AHEAD = {
+    "test_a_check_whose_scenario_did_not_happen_passes_nothing": lambda params: partial(
+        preventer_run, SCENARIO_MISSING[params["check_id"]].preventer
     )
 }
 
