@@ -168,7 +168,7 @@ def forked(module: str) -> list[str]:
     return ["tests.quality.fork_client", socket_path, module] if socket_path else [module]
 
 
-_STARTING = threading.Lock()  # runs are made in several threads (tests/quality/runs.py): one fork server per process
+_STARTING = threading.Lock()  # runs are made in several threads (tests/ahead.py): one fork server per process
 
 
 def fork_server() -> str | None:
