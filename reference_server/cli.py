@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from .app import create_app
 from .services import Services
 from .settings import ENV_PREFIX, Settings, load_settings
-from .workers import reusable_port, supervise
+from .workers import DealtConnections, supervise
 
 # The settings given as often as needed on the command line (lists in the environment and the file).
 REPEATABLE = ("fake_llm_scripts", "cors_origin", "llm_base_url_allow")
@@ -68,8 +68,6 @@ def main(config_file: Path | None, **options) -> None:
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if settings.workers > 1:
-        reusable_port(sock)  # each worker listens on a socket of its own on this port (workers.py)
     sock.bind((settings.host, settings.port))
     host, port = sock.getsockname()[:2]
     prefix = settings.chat_prefix
@@ -91,8 +89,13 @@ def main(config_file: Path | None, **options) -> None:
 
 
 def _serve(settings: Settings, sock: socket.socket, *, prepared: bool) -> None:
+    """Serve the one process's listening socket, or, in a worker, the connections the supervisor deals over
+    `sock`, the worker's channel (workers.py)."""
     config = uvicorn.Config(create_app(settings, prepared=prepared), log_level=settings.log_level, lifespan="on")
-    uvicorn.Server(config).run(sockets=[sock])
+    if settings.workers > 1:
+        DealtConnections(config, sock).run()
+    else:
+        uvicorn.Server(config).run(sockets=[sock])
 
 
 def _prepare(settings: Settings) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -26,6 +27,20 @@ log = logging.getLogger(__name__)
 
 # What answers the user message of a turn cut by a crash, so that the history never holds `user, user`.
 INTERRUPTED_ANSWER = "(No answer: the server stopped before this turn finished.)"
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """A session that its first turn creates (SESSION-002): its row is written with the turn's in-flight mark."""
+
+    thread_id: str
+    user_id: str
+    title: str = NEW_TITLE  # as its row is made
+    pinned: bool = False
+
+
+class SessionExists(Exception):
+    """A NewSession's id names a session made since the caller looked (another worker, or a finished turn)."""
 
 
 class AgentService:
@@ -115,9 +130,10 @@ class AgentService:
     def _turns(self) -> list[Turn]:
         return [turn for turn in self.running.values() if turn is not None]
 
-    async def start_turn(self, session: ChatSession, message: str) -> Turn:
+    async def start_turn(self, session: ChatSession | NewSession, message: str) -> Turn:
         """Start a turn; the caller checked ownership and reserved the session. Its in-flight mark is written
-        before any stream begins, so that storage that cannot be written is a 503, not an in-stream error."""
+        before any stream begins, so that storage that cannot be written is a 503, not an in-stream error.
+        A NewSession is created with that mark, or SessionExists is raised when its id was taken meanwhile."""
         session_id = session.thread_id  # the one session_id of every event of the turn (EVENT-004)
         config = self.storage.thread_config(session_id)
         config["configurable"]["project_id"] = self.project_id
@@ -127,7 +143,11 @@ class AgentService:
         if session.title != NEW_TITLE:  # titled already (renamed, or a legacy row): no title generation
             graph_input["title_attempted"] = True
 
-        await self._begin_turn(session_id, user_message.id)
+        if isinstance(session, NewSession):  # no earlier turn to recover: the row and the mark in one write
+            if await self.repo.create(session_id, session.user_id, turn=user_message.id) is None:
+                raise SessionExists(session_id)
+        else:
+            await self._begin_turn(session_id, user_message.id)
 
         async def events():
             # The graph's callbacks go to the turn as they happen (GraphEvents): astream_events' machinery per token

@@ -4,7 +4,9 @@ stores/postgres_sessions.py is the same repository on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from functools import cache
 from typing import Any
 
@@ -105,16 +107,21 @@ class ChatSessionsRepository:
             return list(await self.db.execute_fetchall(sql, params))
 
     async def _commit(self, *statements: tuple[str, tuple[Any, ...]]) -> list[aiosqlite.Cursor]:
-        """Statements in one transaction, under the caller's write lock; rolled back when one fails (a full disk),
-        so that the connection never keeps a half-done write for the next commit."""
+        """Statements in one transaction, under the caller's write lock."""
+        async with self._transaction():
+            return [await self.db.execute(sql, params) for sql, params in statements]
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[None]:
+        """Committed at the end, or rolled back when a statement fails (a full disk), so that the connection never
+        keeps a half-done write for the next commit; under the caller's write lock."""
         with project_database(self.project_id):
             try:
-                cursors = [await self.db.execute(sql, params) for sql, params in statements]
+                yield
                 await self.db.commit()
             except BaseException:
                 await self.db.rollback()
                 raise
-        return cursors
 
     async def get(self, thread_id: str) -> ChatSession | None:
         rows = await self._read("SELECT * FROM chat_sessions WHERE thread_id = ?", (thread_id,))
@@ -123,16 +130,23 @@ class ChatSessionsRepository:
     async def list_for(self, user_id: str) -> list[ChatSession]:
         return [_row_to_session(row) for row in await self._read(LISTING_QUERY, (user_id, self.project_id))]
 
-    async def create(self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None) -> ChatSession:
+    async def create(
+        self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None, *, turn: str | None = None
+    ) -> ChatSession | None:
+        """The new session, or None when a session with this id exists already (nothing is written then). With
+        `turn` (its user message's id), the session's first turn is marked in flight in the same transaction: one
+        commit where a new session's turn took two (issue 33)."""
         now = utc_now()  # created_at = updated_at; updates only move updated_at forward (TIME-002)
-        async with self._write_lock:
-            await self._commit(
-                (
-                    "INSERT INTO chat_sessions (thread_id, user_id, project_id, title, created_at, updated_at,"
-                    " metadata, pinned) VALUES (?, ?, ?, ?, ?, ?, ?, FALSE)",
-                    (thread_id, user_id, self.project_id, NEW_TITLE, now, now, json.dumps(metadata or {})),
-                )
-            )
+        insert = (
+            "INSERT INTO chat_sessions (thread_id, user_id, project_id, title, created_at, updated_at,"
+            " metadata, pinned) VALUES (?, ?, ?, ?, ?, ?, ?, FALSE) ON CONFLICT DO NOTHING",
+            (thread_id, user_id, self.project_id, NEW_TITLE, now, now, json.dumps(metadata or {})),
+        )
+        async with self._write_lock, self._transaction():
+            if (await self.db.execute(*insert)).rowcount == 0:
+                return None
+            if turn is not None:
+                await self.db.execute(*_in_flight(thread_id, turn))
         return await self.get(thread_id)
 
     async def _mutate(
@@ -169,7 +183,7 @@ class ChatSessionsRepository:
     async def begin_turn(self, thread_id: str, user_message_id: str) -> None:
         """Remember a turn before it changes the checkpoint: until record_turn, it is a turn in flight."""
         async with self._write_lock:
-            await self._commit(("INSERT OR REPLACE INTO turns_in_flight VALUES (?, ?)", (thread_id, user_message_id)))
+            await self._commit(_in_flight(thread_id, user_message_id))
 
     async def turns_in_flight(self, thread_id: str | None = None) -> list[tuple[str, str]]:
         """(thread_id, user_message_id) of turns started and never counted (of one session, or of all)."""
@@ -208,3 +222,7 @@ class ChatSessionsRepository:
                 ("DELETE FROM turns_in_flight WHERE thread_id = ?", (thread_id,)),
             )
         return cursor.rowcount > 0
+
+
+def _in_flight(thread_id: str, user_message_id: str) -> tuple[str, tuple[str, str]]:
+    return "INSERT OR REPLACE INTO turns_in_flight VALUES (?, ?)", (thread_id, user_message_id)

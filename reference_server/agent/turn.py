@@ -159,11 +159,13 @@ class Turn:
         """The turn's events in batches, with a heartbeat whenever nothing came for the interval (HEARTBEAT-001),
         so that no gap between frames is longer than the interval and a few milliseconds (HEARTBEAT-003).
 
-        The first event goes out at once; after that, events that arrive within COALESCE_SECONDS of each other
-        go out together as one chunk: one socket write per batch instead of one per token, at the cost of
-        at most a few milliseconds of latency per token.
+        An event that comes after a quiet spell (the turn's first, the first text after a tool ran) goes out at
+        once; while events keep coming, those that arrive within COALESCE_SECONDS of the last write go out
+        together in the next: one socket write per batch instead of one per token, at the cost of at most a few
+        milliseconds of latency per token, and none for the first of a burst (issue 33: the first text after a
+        tool call waited for the window).
         """
-        first_sent = False
+        last_sent = float("-inf")
         ready = self._ready
         loop = asyncio.get_running_loop()
         while True:
@@ -178,13 +180,14 @@ class Turn:
                 if not ready:  # nothing came for the interval
                     yield [HeartbeatEvent(type="heartbeat", session_id=self.session_id).model_dump()]
                     continue
-            if first_sent and ready[0] is not _END:
-                await asyncio.sleep(COALESCE_SECONDS)
+            wait = last_sent + COALESCE_SECONDS - loop.time()
+            if wait > 0 and ready[0] is not _END:
+                await asyncio.sleep(wait)
             batch = list(ready)
             ready.clear()
             events = [item for item in batch if item is not _END]
             if events:
-                first_sent = True
+                last_sent = loop.time()
                 yield events
             if _END in batch:
                 return

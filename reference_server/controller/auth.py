@@ -32,12 +32,12 @@ async def authenticated(request: Request) -> Caller:
     claims = state.tokens.verify(token.strip())
     if claims is None:
         raise unauthorized("The bearer token is malformed, expired or invalid")
-    user = await state.store.user_by_id(claims.user_id)
+    user, revoked = await state.store.bearer(claims.user_id, claims.token_id)
     if user is None:
         raise unauthorized("The bearer token's user no longer exists")
     if not user.is_active:
         raise unauthorized("The bearer token's user is not an active user")
-    if claims.version != user.token_version or await state.store.token_revoked(claims.token_id):
+    if claims.version != user.token_version or revoked:
         raise unauthorized("The bearer token has been revoked")
     return Caller(user=user, token=token.strip(), claims=claims)
 

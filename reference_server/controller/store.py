@@ -191,9 +191,7 @@ class ControllerStore:
 
     async def _user(self, where: str, value: str) -> User | None:
         rows = await self._rows(f"SELECT * FROM users WHERE {where} = ?", (value,))
-        if not rows:
-            return None
-        return User(**{**dict(rows[0]), **{flag: bool(rows[0][flag]) for flag in ("is_superadmin", "is_active")}})
+        return _user(dict(rows[0])) if rows else None
 
     async def user_by_id(self, user_id: str) -> User | None:
         return await self._user("user_id", user_id)
@@ -233,8 +231,16 @@ class ControllerStore:
         await self.db.execute("INSERT OR IGNORE INTO revoked_tokens VALUES (?, ?)", (token_id, expires_at))
         await self.db.commit()
 
-    async def token_revoked(self, token_id: str) -> bool:
-        return bool(await self._rows("SELECT 1 FROM revoked_tokens WHERE token_id = ?", (token_id,)))
+    async def bearer(self, user_id: str, token_id: str) -> tuple[User | None, bool]:
+        """A token's user and whether the token was revoked, in one read: every request asks (AUTH-001)."""
+        rows = await self._rows(
+            "SELECT EXISTS (SELECT 1 FROM revoked_tokens WHERE token_id = ?) AS token_revoked, users.*"
+            " FROM (SELECT 1) LEFT JOIN users ON users.user_id = ?",
+            (token_id, user_id),
+        )
+        row = dict(rows[0])
+        revoked = bool(row.pop("token_revoked"))
+        return (None if row["user_id"] is None else _user(row)), revoked
 
     # --- projects ---------------------------------------------------------------------------------------
 
@@ -303,3 +309,7 @@ class ControllerStore:
         )
         await self.db.commit()
         return cursor.rowcount > 0
+
+
+def _user(row: dict[str, Any]) -> User:
+    return User(**{**row, **{flag: bool(row[flag]) for flag in ("is_superadmin", "is_active")}})

@@ -17,9 +17,11 @@ from typing import Any
 from fastapi import Request
 from pydantic import ValidationError
 
+from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.session_id import SessionId
 from gns3_copilot_generated.constants import MESSAGE_MAX_LENGTH, MESSAGE_MIN_LENGTH
 from reference_server.agent.context import set_request_context
+from reference_server.agent.service import AgentService, NewSession, SessionExists
 from reference_server.agent.turn import Turn
 from reference_server.controller.auth import Caller
 from reference_server.errors import ApiError, from_pydantic, invalid_field
@@ -90,20 +92,30 @@ async def start_channel_turn(project_id: str, request: Request, caller: Caller, 
     if not await service.claim(session_id):  # CONCURRENCY-001, on every channel and worker (CHANNEL-002)
         raise ApiError(409, "session_busy", "Session is busy with another turn")
     try:
-        if service.store.shared:  # another worker may have made or deleted it since it was read
-            session = await service.repo.get(session_id)
-            gone = session is None and wanted.must_exist
-            if gone or (session is not None and session.user_id != caller.user.user_id):
-                raise ApiError(404, "session_not_found", f"Session {session_id} not found")
-        created = session is None
-        if session is None:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
-            session = await service.repo.create(session_id, caller.user.user_id)
+        if session is not None and service.store.shared:  # another worker may have deleted it since it was read
+            session = await _owned(service, session_id, caller, wanted)
         set_request_context(llm, wanted.instructions)  # copied into the turn's tasks, never into the graph config
-        turn = await service.start_turn(session, message)
+        created = session is None
+        if created:  # SESSION-002; a deleted session's id starts a new, empty one (SESSION-007)
+            try:
+                turn = await service.start_turn(NewSession(session_id, caller.user.user_id), message)
+            except SessionExists:  # made since it was read (another worker, or a turn here that has finished)
+                created, session = False, await _owned(service, session_id, caller, wanted)
+        if session is not None:
+            turn = await service.start_turn(session, message)
     except BaseException:
         await service.release(session_id)
         raise
     return ChannelTurn(turn=turn, session_id=session_id, created=created)
+
+
+async def _owned(service: AgentService, session_id: str, caller: Caller, wanted: TurnRequest) -> ChatSession | None:
+    """The session read again under the lease: the caller's, or none when a new one may start; else 404."""
+    session = await service.repo.get(session_id)
+    gone = session is None and wanted.must_exist
+    if gone or (session is not None and session.user_id != caller.user.user_id):
+        raise ApiError(404, "session_not_found", f"Session {session_id} not found")
+    return session
 
 
 def contract_events(channel_turn: ChannelTurn) -> AsyncIterator[list[dict[str, Any]]]:

@@ -1,6 +1,6 @@
 """`--workers N` on PostgreSQL: the busy lock, abort and deletion across processes, and a worker killed mid-turn.
 
-Which worker answers is the kernel's choice. A keep-alive connection stays with the worker that accepted it, and
+Which worker answers is the supervisor's choice (each in turn). A keep-alive connection stays with its worker, and
 every answer names its worker (`X-Copilot-Worker`), so these tests open connections until they hold one to the
 worker they need: the requests provably reach different processes.
 """
@@ -202,25 +202,6 @@ def test_stopping_the_server_stops_every_worker(workers):
     assert not alive
 
 
-async def _until_every_worker_listens(supervisor_pid: int, port: int, workers: int) -> None:
-    """Wait until `workers` children of the supervisor each listen on `port` (uvicorn listens after its start-up).
-    The bound is for a worker that never starts, a set-up failure, not a measure of speed."""
-    supervisor = psutil.Process(supervisor_pid)
-    deadline = time.monotonic() + 180
-    while True:
-        listening = set()
-        for child in supervisor.children():
-            try:
-                if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in child.net_connections("tcp")):
-                    listening.add(child.pid)
-            except psutil.NoSuchProcess:
-                continue
-        if len(listening) >= workers:
-            return
-        assert time.monotonic() < deadline, f"only workers {sorted(listening)} listen on port {port} after 180 s"
-        await asyncio.sleep(0.1)
-
-
 async def _worker_of_a_new_connection(host: str, port: int) -> int:
     reader, writer = await asyncio.open_connection(host, port)
     try:
@@ -232,22 +213,20 @@ async def _worker_of_a_new_connection(host: str, port: int) -> int:
 
 
 async def test_four_workers_share_the_connections_that_arrive_together(tmp_path: Path, postgres_url: str):
-    """256 connections opened at once: each worker takes its share (issue 33). With one socket shared by every
-    worker, the first to wake accepted all that were waiting (the busiest took 98-110 of 256, 1.5-1.7 times its
-    share); with a socket per worker (SO_REUSEPORT) the kernel deals them out by hash, about 64 ± 7 each. The bound
-    here, 0.5-1.5 of the share, is loose enough for any machine; bench/ measures the balance itself."""
+    """256 connections opened at once, as soon as the server listens: each worker takes its share (issue 33). With
+    one socket shared by every worker, the first to wake accepted all that were waiting (the busiest took 98-110 of
+    256); with a socket per worker (SO_REUSEPORT) the kernel dealt them by hash, 64 +- 7 each. The supervisor now
+    deals them in turn, and a worker still starting keeps its connections waiting in its socketpair, so each gets
+    64 unless a worker could not take one for a while; the bound is bench/'s goal, 0.8-1.2 of the share."""
     server = start_server_process(tmp_path / "data", "--database-url", postgres_url, "--workers", "4", fork=False)
     try:
         url = httpx.URL(server.base_url)
-        # First every worker listening: the kernel deals a connection only to the sockets listening when it arrives,
-        # and on a busy machine the first worker answers long before the others have started. Probing with
-        # connections until all four answered was not enough (400 probes, two workers, on a loaded CI machine).
-        await _until_every_worker_listens(server.process.pid, url.port, workers=4)
         pids = await asyncio.gather(*(_worker_of_a_new_connection(url.host, url.port) for _ in range(256)))
+        children = {child.pid for child in psutil.Process(server.process.pid).children()}
     finally:
         server.stop()
     taken = {pid: pids.count(pid) for pid in set(pids)}
-    assert len(taken) == 4 and all(32 <= count <= 96 for count in taken.values()), taken
+    assert set(taken) == children and all(52 <= count <= 76 for count in taken.values()), taken
 
 
 def test_several_workers_need_postgresql(tmp_path: Path):

@@ -60,22 +60,33 @@ class PostgresSessionsRepository:
             rows = await (await conn.execute(LISTING_QUERY, (user_id, self.project_id))).fetchall()
         return [_row_to_session(row) for row in rows]
 
-    async def create(self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None) -> ChatSession:
-        now = datetime.now(UTC)  # created_at = updated_at (TIME-002)
-        # A row another worker made meanwhile is kept: the caller re-reads it under the session's lease.
-        return await self._one(
+    async def create(
+        self, thread_id: str, user_id: str, metadata: dict[str, Any] | None = None, *, turn: str | None = None
+    ) -> ChatSession | None:
+        """The new session, or None when a session with this id exists already (another worker may have made it
+        meanwhile; nothing is written then). With `turn`, the session's first turn is marked in flight by the same
+        statement (issue 33: one statement where a new session's turn took four)."""
+        values = (
             "INSERT INTO chat_sessions"
             " (thread_id, user_id, project_id, title, created_at, updated_at, metadata, pinned)"
             " VALUES (%(thread)s, %(user)s, %(project)s, %(title)s, %(now)s, %(now)s, %(metadata)s, FALSE)"
-            " ON CONFLICT (project_id, thread_id) DO NOTHING RETURNING *",
-            {
-                "thread": thread_id,
-                "user": user_id,
-                "title": NEW_TITLE,
-                "now": now,
-                "metadata": json.dumps(metadata or {}),
-            },
-        ) or await self.get(thread_id)
+            " ON CONFLICT (project_id, thread_id) DO NOTHING RETURNING *"
+        )
+        if turn is not None:  # a data-modifying CTE: both rows or neither, in one statement
+            values = (
+                f"WITH made AS ({values}), marked AS (INSERT INTO turns_in_flight"
+                " SELECT project_id, thread_id, %(turn)s FROM made ON CONFLICT (project_id, thread_id)"
+                " DO UPDATE SET user_message_id = EXCLUDED.user_message_id) SELECT * FROM made"
+            )
+        params = {
+            "thread": thread_id,
+            "user": user_id,
+            "title": NEW_TITLE,
+            "now": datetime.now(UTC),  # created_at = updated_at (TIME-002)
+            "metadata": json.dumps(metadata or {}),
+            "turn": turn,
+        }
+        return await self._one(values, params)
 
     async def _update(self, thread_id: str, assignments: str, params: dict[str, Any]) -> ChatSession | None:
         return await self._one(
@@ -133,10 +144,13 @@ class PostgresSessionsRepository:
             "new_title": NEW_TITLE,
             "manual": MANUAL_TITLE,
         }
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self.pool.connection() as conn:
+            # One statement, so atomic without a transaction's BEGIN and COMMIT: the in-flight row goes in a CTE.
             row = await (
                 await conn.execute(
-                    "UPDATE chat_sessions SET message_count = %(messages)s,"
+                    "WITH counted AS (DELETE FROM turns_in_flight WHERE project_id = %(project)s"
+                    " AND thread_id = %(thread)s)"
+                    " UPDATE chat_sessions SET message_count = %(messages)s,"
                     " llm_calls_count = llm_calls_count + %(calls)s, input_tokens = input_tokens + %(input)s,"
                     " output_tokens = output_tokens + %(output)s, total_tokens = total_tokens + %(total)s,"
                     " last_message_at = %(now)s,"
@@ -146,9 +160,6 @@ class PostgresSessionsRepository:
                     params,
                 )
             ).fetchone()
-            await conn.execute(
-                "DELETE FROM turns_in_flight WHERE project_id = %(project)s AND thread_id = %(thread)s", params
-            )
         return _row_to_session(row) if row else None
 
     async def delete(self, thread_id: str) -> bool:
