@@ -12,6 +12,12 @@ from .scale_listing import LISTED, LISTED_PINNED, LISTING_INDEX, PROJECTS, SESSI
 
 Echo = Callable[[str], None]
 LISTING_GOAL = 3.0  # latency at 100 000 and 1 000 000 sessions / at 1 000, at most
+# Issue 33's goals for the loads. CPU: half of the 326 us of server + PostgreSQL CPU per event that bench/README.md
+# recorded for 'PostgreSQL, 2 workers' before it ("Scale: workers on PostgreSQL", its first run).
+CPU_GOAL_CONFIG = "PostgreSQL, 2 workers"
+CPU_PER_EVENT_GOAL_US = 163
+MORE_WORKERS = ("PostgreSQL, 4 workers", "PostgreSQL, 2 workers")  # the first no slower than the second
+MORE_WORKERS_GOAL = 1.0  # events/s of the first / of the second, at least
 CEILING_CORES = (2, 4, 8, 16)
 
 
@@ -75,6 +81,14 @@ def _print_streams(results: ScaleResults, echo: Echo) -> None:
                 f"{low:.2f}..{high:.2f} (goal {BALANCE_GOAL[0]:g}..{BALANCE_GOAL[1]:g}: "
                 f"{_verdict(BALANCE_GOAL[0] <= low and high <= BALANCE_GOAL[1])})"
             )
+    named = {result.config.name: result for result in results.configs}
+    if all(name in named for name in MORE_WORKERS):
+        more, fewer = (named[name] for name in MORE_WORKERS)
+        speed = ratio(more.events_per_second, fewer.events_per_second)
+        echo(
+            f"ratio events/s '{more.config.name}' / '{fewer.config.name}': {speed:.2f} "
+            f"(goal >= {MORE_WORKERS_GOAL:g}: {_verdict(speed >= MORE_WORKERS_GOAL)})"
+        )
     total = sum(result.streams for result in results.configs)
     errors = sum(len(result.errors) for result in results.configs)
     echo(f"errors: {errors} of {total} streams in all configurations (goal 0: {_verdict(errors == 0)})")
@@ -138,6 +152,14 @@ def _print_cpu(results: ScaleResults, echo: Echo) -> None:
         "ours % = these processes' CPU / what the cores could give; busy % = the machine's CPUs not idle (every "
         "process on it): a busy % well above ours % means other work shared the machine"
     )
+    goal = next((result for result in results.configs if result.config.name == CPU_GOAL_CONFIG), None)
+    if goal is not None:
+        spent = 1e6 * sum(load.cpu.server + load.cpu.postgres for load in goal.loads) / max(goal.events, 1)
+        echo(
+            f"server + PostgreSQL CPU per event, '{CPU_GOAL_CONFIG}': {spent:.0f} us (goal <= "
+            f"{CPU_PER_EVENT_GOAL_US} us, half of the 326 us bench/README.md recorded before issue 33: "
+            f"{_verdict(spent <= CPU_PER_EVENT_GOAL_US)})"
+        )
     best = max(results.configs, key=lambda result: result.events_per_second)
     cpu = sum(load.cpu.server + load.cpu.postgres for load in best.loads)
     per_event = cpu / max(best.events, 1)

@@ -28,6 +28,10 @@ def test_quick_bench_runs_and_prints_ratios_and_plan():
     for variant in ("text", "tool"):
         assert f"[{variant}] ratio reference/bare-LangGraph events/s:" in output
         assert f"[{variant}] ratio reference/bare-FastAPI events/s:" in output
+        assert f"[{variant}] TTFE reference/bare-LangGraph: " in output
+    assert "(goal >= 0.95: " in output  # the text and tool variants' events/s (issue 33)
+    short_ttfe = next(line for line in output.splitlines() if line.startswith("[short] TTFE reference/bare-LangGraph"))
+    assert "(goal <= 1.5: " in short_ttfe, short_ttfe
     assert "ratio latency(500)/latency(100):" in output
     assert "EXPLAIN QUERY PLAN of LISTING_QUERY" in output
     assert "SEARCH chat_sessions" in output
@@ -63,6 +67,15 @@ def test_quick_scale_bench_prints_the_table_with_ratios_and_no_errors():
     assert differ and differ[0].split(": ")[-1].startswith("0 of "), differ
     assert any(line.startswith("server log lines (warnings and errors") for line in lines)
     assert "== CPU during the loads" in output and "us of server + PostgreSQL CPU per event" in output
+    # issue 33's goals, each a ratio or a figure of this run with its goal
+    assert any(
+        line.startswith("ratio events/s 'PostgreSQL, 4 workers' / 'PostgreSQL, 2 workers': ") and "(goal >= 1: " in line
+        for line in lines
+    ), output
+    assert any(
+        line.startswith("server + PostgreSQL CPU per event, 'PostgreSQL, 2 workers': ") and "(goal <= 163 us" in line
+        for line in lines
+    ), output
     assert "== Profile: 'PostgreSQL, 2 workers' again with cProfile in each worker (2 profiles;" in output
     assert "busy time by package" in output
     assert "ratio latency(10000)/latency(1000):" in output

@@ -7,8 +7,10 @@ reaches the checkpointer (SECRET-001, SECRET-002).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -44,3 +46,19 @@ def current_llm_settings() -> LlmSettings:
         return _llm_settings.get()
     except LookupError as exc:
         raise RuntimeError("no LLM settings in this context: a turn must be started by a request") from exc
+
+
+# The tools of the turn's project (name -> tool), set when its turn starts: one compiled graph serves every project
+# of a worker that shares its checkpointer (PostgreSQL), so a graph's nodes cannot hold one project's tools.
+_project_tools: ContextVar[Mapping[str, Any]] = ContextVar("copilot_project_tools")
+
+
+def set_project_tools(tools: Mapping[str, Any]) -> None:
+    _project_tools.set(tools)
+
+
+def current_project_tools() -> Mapping[str, Any]:
+    try:
+        return _project_tools.get()
+    except LookupError as exc:
+        raise RuntimeError("no project tools in this context: a turn must be started by its project") from exc

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
 
 from gns3_copilot_generated.api.chat_session import ChatSession
 from gns3_copilot_generated.api.conversation_history import ConversationHistory
 from reference_server.storage_faults import project_database
 
+from .context import set_project_tools
 from .converters import history_to_openai
 from .graph import TITLE_NODE, build_graph, stamp
 from .llm_factory import ChatModelFactory
@@ -67,7 +72,8 @@ class AgentService:
         self.storage = await self.store.open_project(self.project_id, self.project_dir)
         self.repo, self.saver, self.leases = self.storage.repo, self.storage.saver, self.storage.leases
         try:
-            self.graph = build_graph(make_tools(self.project_dir), self.models, self.saver)
+            self.tools = {item.name: item for item in make_tools(self.project_dir)}
+            self.graph = _graph(self.models, self.saver, list(self.tools.values()), shared=self.store.shared)
             for session_id, _ in await self.repo.turns_in_flight():  # turns cut by a crash
                 # Only a turn no other worker is running: a shared store's turns in flight include live ones.
                 if not await self.claim(session_id):
@@ -166,6 +172,7 @@ class AgentService:
             heartbeat_interval=self.heartbeat_interval,
         )
         turn.user_message = user_message
+        set_project_tools(self.tools)  # the tools the graph's tool node runs, copied into the turn's tasks
         self.running[session_id] = turn
         if session_id in self._aborted_while_starting:
             self._aborted_while_starting.discard(session_id)
@@ -282,6 +289,24 @@ class AgentService:
             # checkpoints and writes (SESSION-006, DB-006)
             await self.saver.adelete_thread(self.storage.thread_config(session_id)["configurable"]["thread_id"])
         return deleted
+
+
+# The graphs of the checkpointers that every project of a worker shares (PostgreSQL's), one per model factory: a
+# project then costs a worker no graph of its own. A checkpointer of one project's file (SQLite) gets its own graph.
+_SHARED_GRAPHS: weakref.WeakKeyDictionary[BaseCheckpointSaver, dict[ChatModelFactory, CompiledStateGraph]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _graph(
+    models: ChatModelFactory, saver: BaseCheckpointSaver, tools: list[BaseTool], *, shared: bool
+) -> CompiledStateGraph:
+    if not shared:
+        return build_graph(tools, models, saver, tools_of_each_turn=True)
+    graphs = _SHARED_GRAPHS.setdefault(saver, {})
+    if models not in graphs:
+        graphs[models] = build_graph(tools, models, saver, tools_of_each_turn=True)
+    return graphs[models]
 
 
 def _repairs(messages: list, user_message_id: str, streamed_text: str, *, crashed: bool = False) -> list:

@@ -452,3 +452,41 @@ async def test_a_history_limit_is_digits_only(lab, limit):
         f"{lab.prefix()}/sessions/limited/history", params={"limit": limit}, headers=lab.headers
     )
     assert response.status_code == 422, (limit, response.text)
+
+
+async def _made_meanwhile(lab, session_id: str, owner_headers: dict[str, str]) -> None:
+    """Make `session_id` (a turn of the owner's), then have the project's first read of it answer None once: as if
+    the session had been made between the turn's read and its claim (another worker's turn, or one here that ended)."""
+    assert (await lab.stream("[[fake-llm:plain]]", session_id, headers=owner_headers)).status == 200
+    service = lab.app.state.services.manager.get(lab.project_id)
+    get, missed = service.repo.get, []
+
+    async def get_missing_once(thread_id):
+        if thread_id == session_id and not missed:
+            missed.append(thread_id)
+            return None
+        return await get(thread_id)
+
+    service.repo.get = get_missing_once
+
+
+@pytest.mark.covers("SESSION-005")
+async def test_a_session_made_between_the_read_and_the_claim_goes_on(lab):
+    """A new session's row and its in-flight mark are one write, made only if no session has the id (issue 33); one
+    made meanwhile is read again under the busy lock and continues, as a session read at once would have."""
+    await _made_meanwhile(lab, "appeared", lab.headers)
+    second = await lab.stream("[[fake-llm:plain]]", "appeared")
+    assert second.status == 200 and second.types[-1] == "done" and second.session_id == "appeared"
+    history = await lab.history("appeared")
+    assert [m["role"] for m in history["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert (await lab.session("appeared"))["message_count"] == 4
+
+
+@pytest.mark.covers("ISOLATION-002")
+async def test_another_users_session_made_between_the_read_and_the_claim_is_not_found(lab):
+    _, other = await lab.add_user("meanwhile")
+    await _made_meanwhile(lab, "theirs", other)
+    refused = await lab.stream("[[fake-llm:plain]]", "theirs")
+    assert refused.status == 404 and json.loads(refused.text)["code"] == "session_not_found"
+    history = await lab.client.get(f"{lab.prefix()}/sessions/theirs/history", headers=other)
+    assert [m["role"] for m in history.json()["messages"]] == ["user", "assistant"]  # theirs untouched
