@@ -11,10 +11,10 @@ addresses: 64 +- 7 of 256 per worker, so 0.78-1.20 of the share). Dealing costs 
 sendmsg per connection, not per request: a kept-alive connection stays with its worker.
 
 A connection waits in the kernel's queue (LISTEN_QUEUE) until the supervisor accepts it; one dealt to a worker that
-cannot take it now (still starting: its socketpair is full) goes to the next. A worker that dies (killed, crashed)
-is started again, and the connections it held or had not yet taken are reset; SIGTERM or SIGINT stops every worker,
-with a grace period, then the supervisor. Forked rather than spawned: a worker is this process as it was
-configured, nothing is imported again. The databases are prepared once here, before any worker starts
+cannot take it now (its socketpair full while it starts, or the worker gone) goes to the next. A worker that dies
+(killed, crashed) is started again, and the connections it held or had not yet taken are reset; SIGTERM or SIGINT
+stops every worker, with a grace period, then the supervisor. Forked rather than spawned: a worker is this process
+as it was configured, nothing is imported again. The databases are prepared once here, before any worker starts
 (Services.start with prepare=True, then stop).
 """
 
@@ -26,7 +26,6 @@ import functools
 import logging
 import multiprocessing
 import os
-import select
 import signal
 import socket
 import threading
@@ -106,11 +105,12 @@ def supervise(run_worker: Callable[[socket.socket], None], sock: socket.socket, 
 def _deal(sock: socket.socket, channels: list[socket.socket | None], stopping: threading.Event) -> None:
     """Accept each connection and hand it to the next worker in turn; the supervisor's copy is closed after."""
     turn = 0
+    sock.settimeout(DEAL_POLL_SECONDS)
     while not stopping.is_set():
-        if not select.select([sock], [], [], DEAL_POLL_SECONDS)[0]:
-            continue
         try:
             conn, _ = sock.accept()
+        except TimeoutError:
+            continue
         except OSError:  # gone before it was accepted (reset), or out of file descriptors for a moment
             stopping.wait(FULL_PAUSE_SECONDS)
             continue
