@@ -391,25 +391,9 @@ def _no_www_authenticate() -> None:
 def _second_stream_accepted() -> None:
     from reference_server.agent.service import AgentService
 
+    # Two racing first turns of one new session then both start it: the server itself makes the row once and
+    # continues the session for the other (SessionExists), so the mutant breaks the busy rule alone.
     AgentService.is_busy = lambda self, session_id: False
-    _create_once()
-
-
-def _create_once() -> None:
-    """Two racing first turns then both find or make the one session row, one after the other (no constraint
-    error, no 500): the mutant breaks the busy rule alone."""
-    import asyncio
-
-    from reference_server.agent.sessions_repo import ChatSessionsRepository
-
-    create = ChatSessionsRepository.create
-    one_at_a_time = asyncio.Lock()
-
-    async def create_once(self, thread_id, user_id, metadata=None):
-        async with one_at_a_time:
-            return await self.get(thread_id) or await create(self, thread_id, user_id, metadata)
-
-    ChatSessionsRepository.create = create_once
 
 
 # --- several worker processes, pretended in one ------------------------------------------------------------
