@@ -114,12 +114,15 @@ def _deal(sock: socket.socket, channels: list[socket.socket | None], stopping: t
         except OSError:  # gone before it was accepted (reset), or out of file descriptors for a moment
             stopping.wait(FULL_PAUSE_SECONDS)
             continue
-        with conn:
-            while not stopping.is_set():
-                if _give(conn, channels, turn):
-                    break
-                stopping.wait(FULL_PAUSE_SECONDS)  # every worker busy taking connections, or starting
-            turn += 1
+        try:
+            with conn:
+                while not stopping.is_set():
+                    if _give(conn, channels, turn):
+                        break
+                    stopping.wait(FULL_PAUSE_SECONDS)  # every worker busy taking connections, or starting
+        except Exception:  # never a dealer that stops dealing: this connection is lost, the next is dealt
+            log.exception("dealing a connection to a worker failed")
+        turn += 1
 
 
 def _give(conn: socket.socket, channels: list[socket.socket | None], turn: int) -> bool:
@@ -163,6 +166,8 @@ class DealtConnections(uvicorn.Server):
                 message, fds, _, _ = socket.recv_fds(self.channel, 1, 16)
             except BlockingIOError:
                 return
+            except OSError:  # the channel broke: as if the supervisor were gone
+                message, fds = b"", []
             if not message and not fds:  # the supervisor is gone: finish what runs, then exit
                 loop.remove_reader(self.channel.fileno())
                 self.should_exit = True

@@ -1,12 +1,19 @@
 """The supervisor's dealing of connections to its workers (reference_server/workers.py), without starting any: each
-connection goes to the worker whose turn it is, or to the next that can take it now."""
+connection goes to the worker whose turn it is, or to the next that can take it now, and a worker serves what it
+is dealt until its supervisor is gone."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 
-from reference_server.workers import _give
+import pytest
+import uvicorn
+
+from reference_server.workers import DealtConnections, _give
+
+pytestmark = pytest.mark.anyio
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:
@@ -51,3 +58,34 @@ def test_a_gone_full_or_missing_worker_is_skipped_and_none_left_says_so():
         assert _give(conn, channels, 0) and _give(conn, channels, 1) and _give(conn, channels, 2)
         assert _taken(ready[1]) == 3
         assert not _give(conn, [gone[0], full[0], None], 0)
+
+
+def _worker_side() -> tuple[DealtConnections, socket.socket]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    theirs.setblocking(False)
+    return DealtConnections(uvicorn.Config(app=None), theirs), ours
+
+
+async def test_a_worker_serves_each_connection_it_is_dealt_with_the_protocol_given():
+    server, supervisor_end = _worker_side()
+    made: list[asyncio.Transport] = []
+
+    class Recorder(asyncio.Protocol):
+        def connection_made(self, transport):
+            made.append(transport)
+
+    client, dealt = socket.socketpair()
+    with supervisor_end, client:
+        socket.send_fds(supervisor_end, [b"c"], [dealt.fileno()])
+        dealt.close()  # the supervisor's copy: the worker holds its own
+        server._take(Recorder)
+        await asyncio.wait(list(server.server_state.tasks))
+        assert len(made) == 1 and not server.should_exit
+        made[0].close()
+
+
+async def test_a_worker_whose_supervisor_is_gone_finishes_and_exits():
+    server, supervisor_end = _worker_side()
+    supervisor_end.close()
+    server._take(asyncio.Protocol)
+    assert server.should_exit and not server.server_state.tasks
