@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 from .samples import median, ratio
-from .scale import BALANCE_GOAL, ScaleResults, worker_balance, worker_split
+from .scale import BALANCE_GOAL, ConfigResult, ScaleResults, worker_balance, worker_split
 from .scale_listing import LISTED, LISTED_PINNED, LISTING_INDEX, PROJECTS, SESSIONS_PER_USER
 
 Echo = Callable[[str], None]
@@ -154,21 +154,25 @@ def _print_cpu(results: ScaleResults, echo: Echo) -> None:
     )
     goal = next((result for result in results.configs if result.config.name == CPU_GOAL_CONFIG), None)
     if goal is not None:
-        spent = 1e6 * sum(load.cpu.server + load.cpu.postgres for load in goal.loads) / max(goal.events, 1)
+        spent = 1e6 * _server_and_postgres_per_event(goal)
         echo(
             f"server + PostgreSQL CPU per event, '{CPU_GOAL_CONFIG}': {spent:.0f} us (goal <= "
             f"{CPU_PER_EVENT_GOAL_US} us, half of the 326 us bench/README.md recorded before issue 33: "
             f"{_verdict(spent <= CPU_PER_EVENT_GOAL_US)})"
         )
     best = max(results.configs, key=lambda result: result.events_per_second)
-    cpu = sum(load.cpu.server + load.cpu.postgres for load in best.loads)
-    per_event = cpu / max(best.events, 1)
+    per_event = _server_and_postgres_per_event(best)
     if per_event > 0:
         ceilings = ", ".join(f"{n} cores ~{n / per_event:,.0f}" for n in CEILING_CORES)
         echo(
             f"CPU-bound ceiling from '{best.config.name}' ({1e6 * per_event:.0f} us of server + PostgreSQL CPU per "
             f"event; the client elsewhere, workers >= cores, nothing else shared): events/s at {ceilings} (information)"
         )
+
+
+def _server_and_postgres_per_event(result: ConfigResult) -> float:
+    """CPU seconds of the server's processes and PostgreSQL's per event, over every round of a configuration."""
+    return sum(load.cpu.server + load.cpu.postgres for load in result.loads) / max(result.events, 1)
 
 
 def _print_profile(results: ScaleResults, echo: Echo) -> None:
