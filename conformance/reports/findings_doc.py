@@ -110,6 +110,19 @@ def _ordered(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda r: (LEVEL_ORDER.get(r["level"], 3), r["id"]))
 
 
+def _at_a_glance(violations: list[dict[str, Any]]) -> list[str]:
+    """The protocol violations first, one line each: what a user of the protocol's own clients meets, before the
+    contract's additions and before any evidence."""
+    if not violations:
+        return []
+    lines = ["The protocol violations, each detailed below:", ""]
+    for entry in violations:
+        problems = [f["message"] for f in entry["findings"] if f["outcome"] != Outcome.PASSED]
+        said = entry.get("note") or (problems[0] if problems else entry.get("message") or "")
+        lines.append(f"- **{entry['id']}** ({entry['level']}): {said}")
+    return [*lines, ""]
+
+
 def render(data: dict[str, Any]) -> str:
     data = with_voices(data)
     target = data["target"]
@@ -129,6 +142,7 @@ def render(data: dict[str, Any]) -> str:
         "",
         f"**{data['voices']}.**",
         "",
+        *_at_a_glance(voices["protocol"]),
         f"Verdicts: {counts}. The run took {data['wall_time_seconds']:.0f} s. "
         f"{failed} requirement(s) not met, {len(untestable)} could not be exercised.",
         "",

@@ -185,6 +185,9 @@ def test_the_findings_document_leads_with_protocol_violations(data):
     assert f"**Source:** protocol. **Cites:** {citation['protocol']}, {citation['version']}:" in text
     assert "**Source:** contract." in text
     assert "**protocol: 1 violation; contract: 1 deviation.**" in text
+    # Before any section, a line per protocol violation; the contract's deviations are not in that list.
+    glance = text[text.index("The protocol violations, each detailed below:") : protocol]
+    assert f"- **{PROTOCOL_ID}** (" in glance and CONTRACT_ID not in glance
 
 
 def test_no_report_format_cuts_evidence(data, tmp_path):

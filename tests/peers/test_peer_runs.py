@@ -57,9 +57,9 @@ def _peer_run(tmp_path, name: str, *extra: str) -> tuple[dict, subprocess.Comple
     return json.loads((reports / "conformance.json").read_text()), completed
 
 
-# The profile is one mechanism of the engine (tests/conformance/test_profiles.py): run end to end on one peer, the one
-# with the most protocol violations; every peer's protocol voice is judged in its contract run below.
-PROFILE_PEER = "ag-ui-langgraph"
+# The profile is one mechanism of the engine (tests/conformance/test_profiles.py): run end to end on the two peers
+# issue 29 names, one of each protocol family; every peer's protocol voice is also judged in its contract run below.
+PROFILE_PEERS = ("ag-ui-langgraph", "langgraph-openai-serve")
 
 
 def _baseline(target: str) -> dict:
@@ -70,11 +70,12 @@ def _protocol_known(target: str) -> set[str]:
     return {rid for rid in _baseline(target)["known_failures"] if SOURCES[rid] == "protocol"}
 
 
-def test_the_protocol_profile_reports_exactly_the_peers_protocol_violations(tmp_path):
+@pytest.mark.parametrize("name", PROFILE_PEERS)
+def test_the_protocol_profile_reports_exactly_the_peers_protocol_violations(tmp_path, name):
     """What a user of the peer's protocol learns: only the protocol's own rules are judged, and the violations found
     are exactly the baseline's protocol entries (each documented in docs/<target>.md with the text it breaks)."""
-    peer = get_peer(PROFILE_PEER)
-    data, _ = _peer_run(tmp_path, PROFILE_PEER, "--profile", "protocol")
+    peer = get_peer(name)
+    data, _ = _peer_run(tmp_path, name, "--profile", "protocol")
     assert data["profile"] == "protocol"
     verdicts = {r["id"]: r["verdict"] for r in data["requirements"]}
     judged = {rid for rid, verdict in verdicts.items() if verdict not in ("N/A", "EXCLUDED", "NOT SELECTED")}
