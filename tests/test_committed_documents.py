@@ -39,12 +39,19 @@ def test_no_committed_document_names_a_path_of_the_machine_that_wrote_it():
 
 @pytest.mark.parametrize(
     "line",
-    ["(see /work/shared/notes/protocols.md)", "File /tmp/pytest-of-root/run-7/x.py", "at /root/.cache/y", "/home/a/.cache/z"],
+    [
+        "(see /work/shared/notes/protocols.md)",
+        "File /tmp/pytest-of-root/run-7/x.py",
+        "at /root/.cache/y",
+        "/home/a/.cache/z",
+    ],
 )
 def test_each_kind_of_machine_path_is_found(line):
     assert MACHINE_PATH.search(line)
 
 
-@pytest.mark.parametrize("line", ["--dir /tmp/copilot-pg", "python3 -m venv /opt/gns3-dev", "served at '/v1', not '/work'"])
+@pytest.mark.parametrize(
+    "line", ["--dir /tmp/copilot-pg", "python3 -m venv /opt/gns3-dev", "served at '/v1', not '/work'"]
+)
 def test_a_path_of_the_reader_s_choosing_is_not(line):
     assert not MACHINE_PATH.search(line)
