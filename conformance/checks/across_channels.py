@@ -93,6 +93,10 @@ async def one_session(ctx: CheckContext) -> None:
         )
 
 
+# The endpoints whose 409 must say not to retry it (OPENAI-004): the `openai` client's.
+NOT_RETRIED = ("openai_chat", "openai_responses")
+
+
 @check("across_channels.busy", slow=True, raced=("CHANNEL-002", "CHANNEL-005"))
 async def busy_across(ctx: CheckContext) -> None:
     """While a turn runs on one channel, a turn of the same session on each other channel (and on the GNS3
@@ -122,6 +126,15 @@ async def busy_across(ctx: CheckContext) -> None:
     for turn in others:
         for requirement in ("CHANNEL-002", "CHANNEL-005"):
             judge_refusal(ctx, requirement, turn.answer, 409, "session_busy", f"while {first.name} ran a turn")
+        if turn.answer.status == 409 and turn.answer.endpoint.name in NOT_RETRIED:
+            retry = turn.answer.headers.get("x-should-retry")
+            ctx.findings.expect(
+                "OPENAI-004",
+                retry == "false",
+                f"{turn.answer.endpoint.name}, 409 while {first.name} ran a turn: x-should-retry is {retry!r}, not "
+                "'false' (the `openai` client re-sends it)",
+                turn.answer.exchange,
+            )
     if gns3 is not None:
         ok = gns3.status == 409 and error_code(gns3.exchange) == "session_busy"
         ctx.findings.expect(

@@ -204,6 +204,19 @@ def _openai_502_retried() -> None:
 
 
 @mutant(
+    "openai-409-retried",
+    "a 409 `session_busy` on the OpenAI paths carries no `x-should-retry: false` (the openai client re-sends it twice)",
+    {"OPENAI-004"},
+    only=(OPENAI,),
+)
+def _openai_409_retried() -> None:
+    import reference_server.channels.openai_chat as openai_chat
+    import reference_server.channels.openai_responses as openai_responses
+
+    openai_chat.not_retried = openai_responses.not_retried = lambda error: error
+
+
+@mutant(
     "openai-unknown-member-accepted",
     "a chat completion request member the channel does not take (`logprobs`, `seed`) is ignored, not refused "
     "`unsupported_field`",
