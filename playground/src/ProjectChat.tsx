@@ -16,19 +16,27 @@ interface Props {
 
 interface Current {
   id: string;
-  isNew: boolean; // made here, not on the server until its first turn: nothing to load
+  // Not on the server (made here, or a link to a chat that never had a turn): nothing to load. The server has
+  // exactly the sessions it lists (LIST-001), so the listing decides for the id the page was opened with (null
+  // until it comes): asking for the messages of an unlisted id would only get a 404.
+  isNew: boolean | null;
 }
+
+const listed = (sessions: ChatSession[], id: string) => sessions.some((s) => s.thread_id === id);
 
 // The server lists sessions in its order (pinned first, then the most recently updated: LIST-002).
 export function ProjectChat({ api, scenarios, initialSession, onSession, fail }: Props) {
   const [sessions, setSessions] = useState<ChatSession[] | null>(null);
   // A new chat's id is made here: the chat id is the session id, and an unused one creates the session (UI-001).
   const [current, setCurrent] = useState<Current>(() =>
-    initialSession ? { id: initialSession, isNew: false } : { id: generateId(), isNew: true },
+    initialSession ? { id: initialSession, isNew: null } : { id: generateId(), isNew: true },
   );
 
   const refresh = useCallback(() => {
-    api.sessions().then(setSessions, fail);
+    api.sessions().then((list) => {
+      setSessions(list);
+      setCurrent((c) => (c.isNew === null ? { id: c.id, isNew: !listed(list, c.id) } : c));
+    }, fail);
   }, [api, fail]);
 
   useEffect(() => {
@@ -76,15 +84,19 @@ export function ProjectChat({ api, scenarios, initialSession, onSession, fail }:
       </aside>
       <main className="chat">
         <Statistics session={session} />
-        <Conversation
-          key={current.id}
-          api={api}
-          sessionId={current.id}
-          isNew={current.isNew}
-          scenarios={scenarios}
-          onActivity={refresh}
-          fail={fail}
-        />
+        {current.isNew === null ? (
+          <p className="conversation muted">Loading the conversation…</p>
+        ) : (
+          <Conversation
+            key={current.id}
+            api={api}
+            sessionId={current.id}
+            isNew={current.isNew}
+            scenarios={scenarios}
+            onActivity={refresh}
+            fail={fail}
+          />
+        )}
       </main>
     </div>
   );
