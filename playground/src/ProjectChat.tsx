@@ -46,7 +46,14 @@ export function ProjectChat({ api, scenarios, initialSession, onSession, fail }:
     onSession(current.id);
   }, [current.id, onSession]);
 
+  // At a phone's width the list folds into a bar above the conversation (styles.css); wider, it is always shown.
+  const [listOpen, setListOpen] = useState(false);
   const newChat = () => setCurrent({ id: generateId(), isNew: true });
+  // Choosing a conversation folds the list: the conversation is what the user came for.
+  const choose = (next: Current) => {
+    setCurrent(next);
+    setListOpen(false);
+  };
   const act = (action: Promise<unknown>) => action.then(refresh, fail);
   const remove = (sessionId: string) =>
     act(
@@ -58,29 +65,43 @@ export function ProjectChat({ api, scenarios, initialSession, onSession, fail }:
 
   return (
     <div className="project-chat">
-      <aside className="sidebar" aria-label="Sessions">
-        <button type="button" className="primary new-chat" onClick={newChat}>
-          New chat
-        </button>
-        {sessions === null ? (
-          <p className="muted">Loading sessions…</p>
-        ) : sessions.length === 0 ? (
-          <p className="muted">No sessions yet: send a message.</p>
-        ) : (
-          <ul className="sessions">
-            {sessions.map((s) => (
-              <SessionItem
-                key={s.thread_id}
-                session={s}
-                current={s.thread_id === current.id}
-                onOpen={() => setCurrent({ id: s.thread_id, isNew: false })}
-                onPin={() => act(api.pin(s.thread_id, !s.pinned))}
-                onRename={(title) => act(api.rename(s.thread_id, title))}
-                onDelete={() => remove(s.thread_id)}
-              />
-            ))}
-          </ul>
-        )}
+      <aside className={listOpen ? 'sidebar open' : 'sidebar'} aria-label="Sessions">
+        <div className="sidebar-head">
+          <button
+            type="button"
+            className="list-toggle"
+            aria-expanded={listOpen}
+            aria-controls="session-list"
+            onClick={() => setListOpen((open) => !open)}
+          >
+            Sessions <span className="badge">{sessions?.length ?? '…'}</span>
+            <span aria-hidden="true">{listOpen ? '▴' : '▾'}</span>
+          </button>
+          <button type="button" className="primary new-chat" onClick={() => choose({ id: generateId(), isNew: true })}>
+            New chat
+          </button>
+        </div>
+        <div className="session-list" id="session-list">
+          {sessions === null ? (
+            <p className="muted">Loading sessions…</p>
+          ) : sessions.length === 0 ? (
+            <p className="muted">No sessions yet: send a message.</p>
+          ) : (
+            <ul className="sessions">
+              {sessions.map((s) => (
+                <SessionItem
+                  key={s.thread_id}
+                  session={s}
+                  current={s.thread_id === current.id}
+                  onOpen={() => choose({ id: s.thread_id, isNew: false })}
+                  onPin={() => act(api.pin(s.thread_id, !s.pinned))}
+                  onRename={(title) => act(api.rename(s.thread_id, title))}
+                  onDelete={() => remove(s.thread_id)}
+                />
+              ))}
+            </ul>
+          )}
+        </div>
       </aside>
       <main className="chat">
         <Statistics session={session} />
