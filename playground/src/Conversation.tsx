@@ -1,5 +1,5 @@
 // One session's conversation over the UI message stream channel (POST {prefix}/ui), with `useChat` and
-// `DefaultChatTransport` as any AI SDK UI would; a session that exists is first loaded from
+// `DefaultChatTransport` as any AI SDK UI would; a session the server lists is first loaded from
 // GET {prefix}/ui/{id}/messages, so a reloaded page shows it again.
 
 import { useChat } from '@ai-sdk/react';
@@ -45,7 +45,7 @@ export function Conversation({ api, sessionId, isNew, fail, ...rest }: Props) {
       (messages) => live && setInitial(messages),
       (error: unknown) => {
         if (!live) return;
-        // An id that never had a turn (a new chat, reloaded before its first message) has nothing to load.
+        // Listed, then deleted before its messages came (from another tab, say): nothing left to load.
         if (error instanceof ApiError && error.code === 'session_not_found') setInitial([]);
         else if (error instanceof ApiError && error.status === 401) fail(error);
         else setLoadError(error instanceof Error ? error.message : String(error));

@@ -16,19 +16,27 @@ interface Props {
 
 interface Current {
   id: string;
-  isNew: boolean; // made here, not on the server until its first turn: nothing to load
+  // Not on the server (made here, or a link to a chat that never had a turn): nothing to load. The server has
+  // exactly the sessions it lists (LIST-001), so the listing decides for the id the page was opened with (null
+  // until it comes): asking for the messages of an unlisted id would only get a 404.
+  isNew: boolean | null;
 }
+
+const listed = (sessions: ChatSession[], id: string) => sessions.some((s) => s.thread_id === id);
 
 // The server lists sessions in its order (pinned first, then the most recently updated: LIST-002).
 export function ProjectChat({ api, scenarios, initialSession, onSession, fail }: Props) {
   const [sessions, setSessions] = useState<ChatSession[] | null>(null);
   // A new chat's id is made here: the chat id is the session id, and an unused one creates the session (UI-001).
   const [current, setCurrent] = useState<Current>(() =>
-    initialSession ? { id: initialSession, isNew: false } : { id: generateId(), isNew: true },
+    initialSession ? { id: initialSession, isNew: null } : { id: generateId(), isNew: true },
   );
 
   const refresh = useCallback(() => {
-    api.sessions().then(setSessions, fail);
+    api.sessions().then((list) => {
+      setSessions(list);
+      setCurrent((c) => (c.isNew === null ? { id: c.id, isNew: !listed(list, c.id) } : c));
+    }, fail);
   }, [api, fail]);
 
   useEffect(() => {
@@ -38,7 +46,14 @@ export function ProjectChat({ api, scenarios, initialSession, onSession, fail }:
     onSession(current.id);
   }, [current.id, onSession]);
 
+  // At a phone's width the list folds into a bar above the conversation (styles.css); wider, it is always shown.
+  const [listOpen, setListOpen] = useState(false);
   const newChat = () => setCurrent({ id: generateId(), isNew: true });
+  // Choosing a conversation folds the list: the conversation is what the user came for.
+  const choose = (next: Current) => {
+    setCurrent(next);
+    setListOpen(false);
+  };
   const act = (action: Promise<unknown>) => action.then(refresh, fail);
   const remove = (sessionId: string) =>
     act(
@@ -50,41 +65,59 @@ export function ProjectChat({ api, scenarios, initialSession, onSession, fail }:
 
   return (
     <div className="project-chat">
-      <aside className="sidebar" aria-label="Sessions">
-        <button type="button" className="primary new-chat" onClick={newChat}>
-          New chat
-        </button>
-        {sessions === null ? (
-          <p className="muted">Loading sessions…</p>
-        ) : sessions.length === 0 ? (
-          <p className="muted">No sessions yet: send a message.</p>
-        ) : (
-          <ul className="sessions">
-            {sessions.map((s) => (
-              <SessionItem
-                key={s.thread_id}
-                session={s}
-                current={s.thread_id === current.id}
-                onOpen={() => setCurrent({ id: s.thread_id, isNew: false })}
-                onPin={() => act(api.pin(s.thread_id, !s.pinned))}
-                onRename={(title) => act(api.rename(s.thread_id, title))}
-                onDelete={() => remove(s.thread_id)}
-              />
-            ))}
-          </ul>
-        )}
+      <aside className={listOpen ? 'sidebar open' : 'sidebar'} aria-label="Sessions">
+        <div className="sidebar-head">
+          <button
+            type="button"
+            className="list-toggle"
+            aria-expanded={listOpen}
+            aria-controls="session-list"
+            onClick={() => setListOpen((open) => !open)}
+          >
+            Sessions <span className="badge">{sessions?.length ?? '…'}</span>
+            <span aria-hidden="true">{listOpen ? '▴' : '▾'}</span>
+          </button>
+          <button type="button" className="primary new-chat" onClick={() => choose({ id: generateId(), isNew: true })}>
+            New chat
+          </button>
+        </div>
+        <div className="session-list" id="session-list">
+          {sessions === null ? (
+            <p className="muted">Loading sessions…</p>
+          ) : sessions.length === 0 ? (
+            <p className="muted">No sessions yet: send a message.</p>
+          ) : (
+            <ul className="sessions">
+              {sessions.map((s) => (
+                <SessionItem
+                  key={s.thread_id}
+                  session={s}
+                  current={s.thread_id === current.id}
+                  onOpen={() => choose({ id: s.thread_id, isNew: false })}
+                  onPin={() => act(api.pin(s.thread_id, !s.pinned))}
+                  onRename={(title) => act(api.rename(s.thread_id, title))}
+                  onDelete={() => remove(s.thread_id)}
+                />
+              ))}
+            </ul>
+          )}
+        </div>
       </aside>
       <main className="chat">
         <Statistics session={session} />
-        <Conversation
-          key={current.id}
-          api={api}
-          sessionId={current.id}
-          isNew={current.isNew}
-          scenarios={scenarios}
-          onActivity={refresh}
-          fail={fail}
-        />
+        {current.isNew === null ? (
+          <p className="conversation muted">Loading the conversation…</p>
+        ) : (
+          <Conversation
+            key={current.id}
+            api={api}
+            sessionId={current.id}
+            isNew={current.isNew}
+            scenarios={scenarios}
+            onActivity={refresh}
+            fail={fail}
+          />
+        )}
       </main>
     </div>
   );
