@@ -143,17 +143,19 @@ ALONE_ATTEMPTS = 3
 ALONE_ATTEMPTS_LISTED = 1
 
 
-def _alone_attempts(failed: list[Finding], env: Environment) -> int:
+def _alone_attempts(failed: list[Finding], env: Environment, most: int) -> int:
     listed = env.target.baseline.known_failures
-    return ALONE_ATTEMPTS_LISTED if all(f.requirement in listed for f in failed) else ALONE_ATTEMPTS
+    return min(ALONE_ATTEMPTS_LISTED, most) if all(f.requirement in listed for f in failed) else most
 
 
-async def _judge_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment) -> None:
+async def _judge_alone(
+    check_runs: list[CheckRun], specs: dict[str, CheckSpec], env: Environment, most: int = ALONE_ATTEMPTS
+) -> None:
     """Run again, one at a time with nothing else running, every check whose duration rules did not pass, or whose
     race did not happen (CheckSpec.timed, .raced), unless it met transient errors (those are judged FLAKY or not by
     their re-run), or was blocked by a rule of another check (which judges that rule; alone, its scenario would be
-    blocked again): up to ALONE_ATTEMPTS times, until an attempt leaves nothing to judge again. The check is judged
-    on its last attempt."""
+    blocked again): up to `most` times (ALONE_ATTEMPTS by default), until an attempt leaves nothing to judge again.
+    The check is judged on its last attempt."""
     for index, first in enumerate(check_runs):
         spec_ = specs[first.id]
         if first.rerun is not None or first.blocked_by is not None:
@@ -161,7 +163,7 @@ async def _judge_alone(check_runs: list[CheckRun], specs: dict[str, CheckSpec], 
         failed = [f for f in first.all_findings if spec_.judged_alone_after(f)]
         if not failed:
             continue
-        for _ in range(_alone_attempts(failed, env)):
+        for _ in range(_alone_attempts(failed, env, most)):
             alone = await run_check(spec_, env)
             if not any(spec_.judged_alone_after(f) for f in alone.all_findings):
                 break
@@ -174,9 +176,11 @@ async def run_checks(
     env: Environment,
     jobs: int,
     on_check_done: Callable[[CheckRun, int, int], None] | None = None,
+    alone_attempts: int = ALONE_ATTEMPTS,
 ) -> list[CheckRun]:
     """Every chosen check, `jobs` at a time (`on_check_done(run, done, total)` told of each as it ends); then the
-    re-runs of checks that met transient errors, and the checks judged alone. One CheckRun per check, in order."""
+    re-runs of checks that met transient errors, and the checks judged alone (at most `alone_attempts` times each).
+    One CheckRun per check, in order."""
     semaphore = asyncio.Semaphore(jobs)
     done: list[CheckRun] = []
 
@@ -190,5 +194,5 @@ async def run_checks(
 
     check_runs = list(await asyncio.gather(*(one(s) for s in chosen)))
     await _rerun_transient(check_runs, {s.id: s for s in chosen}, env, semaphore)
-    await _judge_alone(check_runs, {s.id: s for s in chosen}, env)
+    await _judge_alone(check_runs, {s.id: s for s in chosen}, env, alone_attempts)
     return check_runs

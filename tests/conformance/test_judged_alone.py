@@ -23,7 +23,7 @@ def _late(outcome: Outcome = Outcome.FAILED) -> CheckRun:
     return CheckRun(SPEC.id, SPEC.requirements, 1.0, [Finding("ABORT-001", Outcome.PASSED, "", SPEC.id), finding])
 
 
-def _attempts(baseline: Baseline, monkeypatch, alone: list[CheckRun]) -> tuple[int, CheckRun]:
+def _attempts(baseline: Baseline, monkeypatch, alone: list[CheckRun], **most) -> tuple[int, CheckRun]:
     tried = []
 
     async def run_check(spec_, env):
@@ -33,7 +33,7 @@ def _attempts(baseline: Baseline, monkeypatch, alone: list[CheckRun]) -> tuple[i
     monkeypatch.setattr(execution, "run_check", run_check)
     runs = [_late()]
     env = SimpleNamespace(target=SimpleNamespace(baseline=baseline))
-    asyncio.run(_judge_alone(runs, {SPEC.id: SPEC}, env))
+    asyncio.run(_judge_alone(runs, {SPEC.id: SPEC}, env, **most))
     return len(tried), runs[0]
 
 
@@ -58,3 +58,11 @@ def test_a_failure_the_baseline_lists_is_confirmed_once(monkeypatch):
 def test_a_baseline_that_does_not_list_the_failed_rule_leaves_every_attempt(monkeypatch, listed):
     tried, _ = _attempts(Baseline(known_failures=listed), monkeypatch, [_late() for _ in range(ALONE_ATTEMPTS)])
     assert tried == ALONE_ATTEMPTS
+
+
+def test_fewer_attempts_asked_are_the_most_tried(monkeypatch):
+    """`run(..., alone_attempts=1)`: a server that fails on purpose (the tests' variant servers) is confirmed once."""
+    tried, judged = _attempts(Baseline(), monkeypatch, [_late() for _ in range(ALONE_ATTEMPTS)], most=1)
+    assert tried == 1 and judged.failed_under_load is not None
+    listed = Baseline(known_failures={"ABORT-002": "no abort within 5 s"})
+    assert _attempts(listed, monkeypatch, [_late()], most=2)[0] == 1  # a listed failure still gets one
