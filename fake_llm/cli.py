@@ -56,6 +56,9 @@ def serve(host: str, port: int, folders: tuple[Path, ...], log_level: str) -> No
     except OSError as error:
         raise click.ClickException(f"cannot listen on {host}:{port}: {error}") from error
     actual_port = sock.getsockname()[1]
+    # Listening before the line that says so: a client that connects as soon as it reads it (the suite's preflight,
+    # a server it started) is queued, never refused while uvicorn starts (it listens again, with its backlog).
+    sock.listen(2048)
     click.echo(f"fake-llm listening on http://{host}:{actual_port}/v1 ({len(library.names())} scripts)", err=False)
     config = uvicorn.Config(create_app(library), log_level=log_level, timeout_graceful_shutdown=2)
     uvicorn.Server(config).run(sockets=[sock])

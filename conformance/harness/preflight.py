@@ -2,12 +2,13 @@
 comes from the suite's own misunderstanding. A wrong declaration stops the run (TargetMisdeclared, exit code 2)
 with the target-file key to change, in seconds, instead of dozens of FAILs.
 
-It asks, in order: does the chat prefix answer, and does each declared user's token work; does a turn reach the
-suite's fake LLM; does the server offer its LLM every declared tool; do the declared failing and raising tools fail
-(a declared failing tool that in fact succeeds would let TOOLCALL-008 pass on a turn where nothing failed); does the
-slow tool take its time (when a selected check plays it: CheckSpec.slow_tool; else no verdict depends on it, and the
-run saves its seconds). What it measures (the slow tool's duration) feeds the stream deadlines of the checks
-(Environment.deadline_for).
+It asks, in order: does the chat prefix answer as the chat API (not 404 or 405, not a web page; a request there
+that gets no answer blames base_url only when nothing answers at the server's root either), and does each declared
+user's token work; does a turn reach the suite's fake LLM; does the server offer its LLM every declared tool; do the
+declared failing and raising tools fail (a declared failing tool that in fact succeeds would let TOOLCALL-008 pass
+on a turn where nothing failed); does the slow tool take its time (when a selected check plays it:
+CheckSpec.slow_tool; else no verdict depends on it, and the run saves its seconds). What it measures (the slow
+tool's duration) feeds the stream deadlines of the checks (Environment.deadline_for).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from conformance.checks.context import CheckContext
 from conformance.errors import TargetMisdeclared
 from conformance.harness.environment import Environment
 from conformance.rules.tool_results import FAILURE_WORDS, reads_as_failure, tool_result
-from conformance.transport.exchanges import json_or_none
+from conformance.transport.exchanges import Exchange, json_or_none
 
 SLOW_TOOL_AT_LEAST = 1.0  # seconds: long enough for an abort or a disconnect to land while it runs
 
@@ -39,19 +40,55 @@ async def _prefix_and_users(ctx: CheckContext) -> None:
         exchange = await ctx.client.call("GET", "/sessions", user=name)
         where = f"GET {exchange.url} as {name}"
         if exchange.status is None:
-            raise TargetMisdeclared("base_url", f"{where}: no answer ({exchange.error})")
+            raise await _unanswered(ctx, "chat_prefix", where, exchange.error)
         if exchange.status == 404 and _code(exchange.body) == "project_not_found":
             raise TargetMisdeclared("projects.opened", f"{where}: the opened project {env.project_id} is unknown")
-        if exchange.status == 404:
+        if exchange.status in (404, 405) or _web_page(exchange):
             raise TargetMisdeclared(
                 "chat_prefix",
-                f"{where} answered 404: the chat API is not served under {env.target.data['chat_prefix']!r} "
-                "(gns3-server 3.1.0a2 and later use /v3/copilot/projects/{project_id}/chat)",
+                f"{where} answered {_answered(exchange)}: the chat API is not served under "
+                f"{env.target.data['chat_prefix']!r} (gns3-server 3.1.0a2 and later use "
+                "/v3/copilot/projects/{project_id}/chat)",
             )
         if exchange.status == 401:
-            raise TargetMisdeclared("auth", f"{where} answered 401: the token of user {name!r} is refused")
+            raise TargetMisdeclared(
+                _token_key(env, name), f"{where} answered 401: the token of user {name!r} is refused"
+            )
         if exchange.status == 403:
             raise _refused_project(env, where)
+
+
+async def _unanswered(ctx: CheckContext, key: str, where: str, error: str | None) -> TargetMisdeclared:
+    """A request to a declared path got no answer: that path's key is wrong when the server answers at its root, and
+    base_url only when nothing answers there either."""
+    root = await ctx.client.call("GET", "/", user=None, absolute=True)
+    if root.status is None:
+        return TargetMisdeclared(
+            "base_url",
+            f"no server answers at {ctx.env.base_url}: {where}: no answer ({error}); GET {root.url}: {root.error}",
+        )
+    return TargetMisdeclared(
+        key, f"{where}: no answer ({error}), though GET {root.url} answered {root.status}: nothing answers at that path"
+    )
+
+
+def _web_page(exchange: Exchange) -> bool:
+    """A success whose body is an HTML page (a web UI at that path, say), never an answer of the API. A JSON answer
+    with a broken body is not one: that is LIST-001's to judge (tests/quality/answer_breakers.py)."""
+    html = (exchange.content_type or "").startswith("text/html")
+    return exchange.status is not None and 200 <= exchange.status < 300 and html and json_or_none(exchange.body) is None
+
+
+def _answered(exchange: Exchange) -> str:
+    if _web_page(exchange):
+        page = exchange.body if len(exchange.body) <= 60 else exchange.body[:60] + "..."
+        return f"{exchange.status} with an HTML page ({page!r}), not JSON"
+    return str(exchange.status)
+
+
+def _token_key(env: Environment, user: str) -> str:
+    """The key of a refused token: the file's own (auth.tokens.<user>) when it gives tokens, else auth."""
+    return f"auth.tokens.{user}" if env.target.auth["mode"] == "tokens" else "auth"
 
 
 def _refused_project(env: Environment, where: str) -> TargetMisdeclared:
@@ -229,15 +266,14 @@ async def _channel_turn(ctx: CheckContext, script: str) -> tuple[float, Any]:
     started = time.monotonic()
     answer = await channel.post(chosen, channel.request(chosen, script, text="Preflight"))
     took = time.monotonic() - started
-    if answer.status is None:
-        raise TargetMisdeclared("base_url", f"{answer.exchange.describe()}: no answer ({answer.exchange.error})")
     where = f"{answer.exchange.method} {answer.exchange.url}"
-    if answer.status in (404, 405):
-        raise TargetMisdeclared(
-            f"channels.{chosen.channel}.path", f"{where} answered {answer.status}: the channel is not served there"
-        )
+    key = f"channels.{chosen.channel}.path"
+    if answer.status is None:
+        raise await _unanswered(ctx, key, where, answer.exchange.error)
+    if answer.status in (404, 405) or _web_page(answer.exchange):
+        raise TargetMisdeclared(key, f"{where} answered {_answered(answer.exchange)}: the channel is not served there")
     if answer.status in (401, 403):
-        raise TargetMisdeclared("auth", _refused(ctx.env.target, where, answer.status))
+        raise TargetMisdeclared(_token_key(ctx.env, "main"), _refused(ctx.env.target, where, answer.status))
     return took, answer
 
 

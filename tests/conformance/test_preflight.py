@@ -104,50 +104,65 @@ def _three_tools_not_offered(data):
     tools["single"]["name"], tools["slow"]["name"], tools["parallel"][1]["name"] = "nope_a", "nope_b", "nope_c"
 
 
-@pytest.mark.parametrize(
-    ("change", "key"),
-    [
-        (_wrong_port, "base_url"),
-        (_unresolvable_host, "base_url"),
-        (_wrong_admin_password, "auth.admin"),
-        (_database_folder_that_does_not_exist, "declarations.database.project_dir"),
-        (_no_access_control, "access_control"),
-        (_three_tools_not_offered, "declarations.tools"),
-        (_wrong_prefix, "chat_prefix"),
-        (_tool_not_offered, "declarations.tools.single"),
-        (_second_parallel_tool_not_offered, "declarations.tools.parallel[1]"),
-        (_slow_tool_that_is_quick, "declarations.tools.slow"),
-        (_failing_tool_that_succeeds, "declarations.tools.failing"),
-        (_raising_tool_that_does_not_raise, "declarations.tools.raising"),
-        (_llm_not_pointed_at_the_fake_llm, "llm"),
-    ],
-    ids=[
-        "wrong-port",
-        "unresolvable-host",
-        "wrong-admin-password",
-        "no-database-folder",
-        "no-access-control",
-        "three-tools-not-offered",
-        "wrong-prefix",
-        "tool-not-offered",
-        "parallel-tool-not-offered",
-        "quick-slow-tool",
-        "failing-tool-succeeds",
-        "raising-tool-does-not-raise",
-        "llm-not-routed",
-    ],
-)
+def _url(path):
+    """What the message must show of a URL tried: the target's base_url (as changed) with `path`."""
+    return lambda data: data["base_url"] + path
+
+
+# Each case: the change, the key to change, and what the message must show of what was tried (from the target file
+# as changed): the URL, the path, or the value.
+CASES = {
+    "wrong-port": (_wrong_port, "base_url", _url("")),
+    "unresolvable-host": (_unresolvable_host, "base_url", _url("")),
+    "wrong-admin-password": (_wrong_admin_password, "auth.admin", _url("/v3/access/users/authenticate as 'admin'")),
+    "no-database-folder": (
+        _database_folder_that_does_not_exist,
+        "declarations.database.project_dir",
+        lambda data: "/nonexistent-conformance/",  # the folder of the run's own project, then the declared value
+    ),
+    "no-access-control": (_no_access_control, "access_control", _url("/v3/projects/")),
+    "three-tools-not-offered": (_three_tools_not_offered, "declarations.tools", lambda data: "names 'nope_a'"),
+    "wrong-prefix": (_wrong_prefix, "chat_prefix", _url("/v3/copilot/projects/")),
+    "tool-not-offered": (_tool_not_offered, "declarations.tools.single", lambda data: "'no_such_tool'"),
+    "parallel-tool-not-offered": (
+        _second_parallel_tool_not_offered,
+        "declarations.tools.parallel[1]",
+        lambda data: "names 'missing_tool'",
+    ),
+    "quick-slow-tool": (_slow_tool_that_is_quick, "declarations.tools.slow", lambda data: "calling 'get_topology'"),
+    "failing-tool-succeeds": (
+        _failing_tool_that_succeeds,
+        "declarations.tools.failing",
+        lambda data: "calling 'get_topology'",
+    ),
+    "raising-tool-does-not-raise": (
+        _raising_tool_that_does_not_raise,
+        "declarations.tools.raising",
+        lambda data: "calling 'wait_seconds'",
+    ),
+    "llm-not-routed": (
+        _llm_not_pointed_at_the_fake_llm,
+        "llm",
+        lambda data: "the suite's fake LLM at http://127.0.0.1:",
+    ),
+}
+
+
+@pytest.mark.parametrize(("change", "key", "tried"), list(CASES.values()), ids=list(CASES))
 @pytest.mark.slow  # whole suite runs or servers: left out of --quick
-def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key, server):
+def test_a_misdeclared_target_stops_at_preflight_with_exit_2_naming_the_key(tmp_path, change, key, tried, server):
     result = run_preflight(tmp_path, change, server)
+    said = " ".join(result.output.split())  # the message as one line, however the terminal wrapped it
     assert result.exit_code == 2, result.output
-    assert f"change the target file: {key}: " in result.output
+    assert f"change the target file: {key}: " in said
+    data = yaml.safe_load((tmp_path / "target.yaml").read_text(encoding="utf-8"))
+    assert tried(data) in said, said
     assert "Traceback" not in result.output and "FAIL" not in result.output
     assert not (tmp_path / "reports").exists()  # nothing was judged, so nothing is reported
     assert server.what_is_on() == {"users": ["admin"], "projects": []}  # what the run made went again
     if change is _three_tools_not_offered:  # every mismatch at once, each with its key and the name it gave
         for wrong, name in (("single", "nope_a"), ("slow", "nope_b"), ("parallel[1]", "nope_c")):
-            assert f"declarations.tools.{wrong} names {name!r}" in " ".join(result.output.split())
+            assert f"declarations.tools.{wrong} names {name!r}" in said
 
 
 @pytest.mark.slow  # a suite run: left out of --quick

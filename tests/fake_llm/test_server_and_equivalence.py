@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -71,6 +72,23 @@ def server() -> Iterator[str]:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+def test_the_server_listens_before_it_says_where():
+    """A client that connects as soon as it reads the line (the suite's preflight, a server it started) is queued by
+    the kernel, never refused while uvicorn starts: with the process stopped right after the line, a connection is
+    still accepted."""
+    process = subprocess.Popen([sys.executable, "-m", "fake_llm", "serve", "--port", "0"], stdout=subprocess.PIPE)
+    try:
+        line = process.stdout.readline().decode()
+        os.kill(process.pid, signal.SIGSTOP)  # nothing after the line runs until SIGCONT
+        url = httpx.URL(line.split()[3])
+        with socket.create_connection((url.host, url.port), timeout=5):
+            pass
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def control(base: str) -> str:
