@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 import gns3_copilot_spec as spec
 
 from .controller.security import DEFAULT_PASSWORD_HASH_PROFILE, PASSWORD_HASH_PROFILES
+from .llm_url_allow import parse_allowed, url_allowed
 
 ENV_PREFIX = "COPILOT_REF_"
 
@@ -82,22 +83,22 @@ class Settings(BaseSettings):
     )
     llm_base_url_allow: list[str] = Field(
         default_factory=list,
-        description="A URL prefix (scheme://host[:port][/path]) an LLM configuration's base_url must start with; "
+        description="An LLM provider's URL (scheme://host[:port][/path]) an LLM configuration's base_url must be "
+        "under: the same scheme, host and port, no user, and the path below this one, segment by segment; "
         "repeatable. None by default: users point their configurations at any server, as in GNS3 (the server then "
-        "calls that URL for them: give the prefixes of your LLM providers to forbid the rest).",
+        "calls that URL for them: give the URLs of your LLM providers to forbid the rest).",
     )
 
     def allows_llm_base_url(self, base_url: str | None) -> bool:
         """Whether the server may call `base_url` for a user: any URL without an allow-list, else one under it."""
         allowed = self.llm_base_url_allow
-        return not allowed or not base_url or any(base_url.startswith(prefix) for prefix in allowed)
+        return not allowed or not base_url or url_allowed(base_url, [parse_allowed(entry) for entry in allowed])
 
     @field_validator("llm_base_url_allow")
     @classmethod
-    def _url_prefixes(cls, values: list[str]) -> list[str]:
+    def _allowed_urls(cls, values: list[str]) -> list[str]:
         for value in values:
-            if not re.fullmatch(r"https?://[^/\s]+(/\S*)?", value):
-                raise ValueError(f"{value!r} is not a URL prefix: give scheme://host[:port][/path]")
+            parse_allowed(value)  # a ValueError naming the entry: the server does not start
         return values
 
     @field_validator("cors_origin")

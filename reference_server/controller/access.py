@@ -83,8 +83,8 @@ def _ace(row: Any) -> Ace:
 def decide(path: str, entries: list[tuple[str, bool, bool, bool]]) -> bool:
     """gns3-server's rule over the user's (path, propagate, allowed, holds) entries, `holds` saying whether the
     entry's role holds the privilege asked and `allowed` false for a denying entry. A deny refuses every privilege
-    (ACCESS-003, ACCESS-004), on its path and, as in gns3-server, below it; a grant reaches below only when it
-    propagates."""
+    (ACCESS-003, ACCESS-004), on its path and, as in gns3-server, below it whether it propagates or not; on one path
+    it wins over a grant (gns3-server: whichever row comes first); a grant reaches below only when it propagates."""
     components = path.rstrip("/").split("/")
     for end in range(len(components), 0, -1):
         level = "/".join(components[:end]) or "/"

@@ -16,7 +16,7 @@ from .auth import Authenticated, require_superadmin
 from .bodies import StrictBody
 from .common import services_of
 from .security import LoginThrottle, decoy_hash, hash_password, needs_rehash, verify_password
-from .store import Conflict
+from .store import Conflict, User
 
 router = APIRouter(prefix="/v3")
 
@@ -50,13 +50,19 @@ class Credentials(StrictBody):
     password: str
 
 
-def _login_throttle(request: Request) -> LoginThrottle:
-    """One per application, made on its first login (in memory: see LoginThrottle)."""
+def _throttle(request: Request, name: str) -> LoginThrottle:
+    """One per application and door, made on its first use (in memory: see LoginThrottle): `login_throttle` for
+    logins by username, `password_change_throttle` for own password changes by user id (a rename, which needs no
+    password, cannot start that count again; a login name cannot reach its keys)."""
     state = request.app.state
-    if getattr(state, "login_throttle", None) is None:
+    if getattr(state, name, None) is None:
         settings = services_of(request).settings
-        state.login_throttle = LoginThrottle(settings.login_max_failures, settings.login_failure_window_seconds)
-    return state.login_throttle
+        setattr(state, name, LoginThrottle(settings.login_max_failures, settings.login_failure_window_seconds))
+    return getattr(state, name)
+
+
+def _login_throttle(request: Request) -> LoginThrottle:
+    return _throttle(request, "login_throttle")
 
 
 def _profile(request: Request) -> str:
@@ -156,6 +162,24 @@ class UserUpdate(StrictBody):
     current_password: Annotated[str, Field(max_length=100)] = None
 
 
+async def _check_current_password(user: User, current: str | None, request: Request) -> None:
+    """A user's own password change gives the current password; wrong ones are throttled as failed logins are (the
+    same limit and window, per user), so that a stolen token cannot guess it without end (issue 34)."""
+    if current is None:
+        raise invalid_field(["body", "current_password"], "your current password is needed to change it", "missing")
+    throttle = _throttle(request, "password_change_throttle")
+    if wait := throttle.begin(user.user_id):
+        raise ApiError(
+            429,
+            "too_many_password_attempts",
+            f"Too many wrong current passwords for this user: try again in {wait} seconds",
+            headers={"Retry-After": str(wait)},
+        )
+    if not await asyncio.to_thread(verify_password, user.password_hash, current):
+        raise ApiError(403, "forbidden", "Permission denied: the current password is not right")
+    throttle.succeeded(user.user_id)
+
+
 @router.put("/access/users/{user_id:user_id}")
 async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, request: Request) -> dict[str, Any]:
     """A superadmin changes any user, but cannot deactivate itself; a user changes his own fields but is_active.
@@ -167,10 +191,7 @@ async def update_user(user_id: str, body: UserUpdate, caller: Authenticated, req
         raise ApiError(403, "forbidden", "Permission denied: a superadmin cannot deactivate itself")
     current = values.pop("current_password", None)
     if "password" in values and user_id == caller.user.user_id:  # an administrator changing another's needs none
-        if current is None:
-            raise invalid_field(["body", "current_password"], "your current password is needed to change it", "missing")
-        if not await asyncio.to_thread(verify_password, caller.user.password_hash, current):
-            raise ApiError(403, "forbidden", "Permission denied: the current password is not right")
+        await _check_current_password(caller.user, current, request)
     if "password" in values:
         values["password_hash"] = await asyncio.to_thread(hash_password, values.pop("password"), _profile(request))
     try:

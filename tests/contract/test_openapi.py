@@ -162,8 +162,9 @@ def test_every_operation_documents_auth_errors_and_bodies():
 
 
 def test_the_controller_operations_a_client_needs_are_in_their_own_tag_outside_the_chat_prefix():
-    """Log in, who am I, projects, LLM configurations: documented (tag `controller`), never under the chat prefix,
-    refusing in the contract's error body; the chat API's walkers leave them out."""
+    """Log in, who am I, projects, LLM configurations, and the administration the contract's rules name (a user's
+    update, access entries): documented (tag `controller`), never under the chat prefix, refusing in the contract's
+    error body; the chat API's walkers leave them out."""
     document = spec.load_openapi(prefix="/v3/copilot/projects/{project_id}/chat")
     controller = {
         (method, path): op
@@ -185,6 +186,9 @@ def test_the_controller_operations_a_client_needs_are_in_their_own_tag_outside_t
         "createLlmModelConfig",
         "updateLlmModelConfig",
         "deleteLlmModelConfig",
+        "updateUser",
+        "createAce",
+        "updateAce",
     }
     assert ("post", "/v3/projects/{project_id}/open") in controller  # not re-rooted with the chat prefix
     for (method, path), operation in controller.items():

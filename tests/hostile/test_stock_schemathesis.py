@@ -44,10 +44,14 @@ def _identifiers(base_url: str) -> dict[str, str]:
             return events[-1]["session_id"]
 
         kept = project()
+        spare = {"username": f"st-{uuid.uuid4().hex[:8]}", "password": "password-1"}
+        spare_user = client.post("/v3/access/users", json=spare, headers=headers)
+        assert spare_user.status_code == 201, spare_user.text
         configs = client.get(f"/v3/access/users/{user_id}/llm-model-configs", headers=headers).json()
         return {
             "COPILOT_TOKEN": token,
             "COPILOT_USER_ID": user_id,
+            "COPILOT_SPARE_USER_ID": spare_user.json()["user_id"],
             "COPILOT_CONFIG_ID": configs["configs"][0]["config_id"],
             "COPILOT_PROJECT_ID": kept,
             "COPILOT_SESSION_ID": session(kept),

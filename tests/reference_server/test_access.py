@@ -148,6 +148,35 @@ def test_a_deny_refuses_every_privilege_whatever_its_role_holds():
     assert decide("/projects/p1", [("/projects", False, False, False), ("/", True, True, True)]) is False
 
 
+@pytest.mark.covers("ACCESS-003")
+def test_the_precedence_of_deny_specificity_and_propagation():
+    """The contract's order (spec/behaviour.md, Project access): the first level from the path up that decides wins,
+    a deny at a level whatever its propagate, and on one path the deny, in whichever order the entries come."""
+    grant, deny = (True, True, True), (True, False, True)
+    quiet_deny = (False, False, True)  # a deny that does not propagate still refuses below its path
+    assert decide("/projects/p1", [("/projects", *quiet_deny), ("/", *grant)]) is False
+    assert decide("/projects/p1", [("/projects", *quiet_deny), ("/projects/p1", *grant)]) is True  # more specific
+    assert decide("/projects/p1", [("/projects", *deny), ("/projects/p1", *grant)]) is True
+    assert decide("/projects/p1", [("/", *grant), ("/projects/p1", *deny)]) is False
+    both = [("/projects/p1", *grant), ("/projects/p1", *deny)]
+    for entries in (both, both[::-1]):
+        assert decide("/projects/p1", entries) is False  # one path: the deny wins (gns3-server: row order)
+    # A grant that does not reach the path decides nothing: the level above still may.
+    assert decide("/projects/p1", [("/projects", False, True, True), ("/", *grant)]) is True
+    assert decide("/projects/p1", [("/projects/p1", True, True, False), ("/projects", *grant)]) is True
+
+
+@pytest.mark.covers("ACCESS-003")
+async def test_a_grant_on_the_project_stands_under_a_deny_on_projects(lab: Lab):
+    user_id, user = await lab.add_user("petra", access=None)
+    await lab.grant(user_id, "/projects", allowed=False, propagate=False)
+    await lab.grant(user_id, "/", role="User")
+    assert_error(await lab.client.get(f"{lab.prefix()}/sessions", headers=user), 403, DENIED)
+    await lab.grant(user_id, f"/projects/{lab.project_id}")
+    assert (await lab.client.get(f"{lab.prefix()}/sessions", headers=user)).status_code == 200
+    assert_error(await lab.client.get(f"{lab.prefix(await lab.new_project())}/sessions", headers=user), 403, DENIED)
+
+
 @pytest.mark.covers("ACCESS-004")
 async def test_the_controller_refuses_a_caller_without_access_and_changes_nothing(lab: Lab):
     session = await lab.stream("hi [[fake-llm:plain]]")

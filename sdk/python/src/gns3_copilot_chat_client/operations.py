@@ -12,6 +12,8 @@ from pydantic import TypeAdapter
 from .models.api.abort_result import AbortResult
 from .models.api.chat_request import ChatRequest
 from .models.api.chat_session import ChatSession
+from .models.api.controller_ace import Ace
+from .models.api.controller_ace_fields import AceFields
 from .models.api.controller_credentials import Credentials
 from .models.api.controller_llm_model_config import LlmModelConfig
 from .models.api.controller_llm_model_config_create import LlmModelConfigCreate
@@ -21,6 +23,7 @@ from .models.api.controller_project import Project
 from .models.api.controller_project_create import ProjectCreate
 from .models.api.controller_token import Token
 from .models.api.controller_user import User
+from .models.api.controller_user_update import UserUpdate
 from .models.api.controller_version import ControllerVersion
 from .models.api.conversation_history import ConversationHistory
 from .models.api.rename_request import RenameSessionRequest
@@ -45,6 +48,9 @@ _OPEN_PROJECT: TypeAdapter[Project] = TypeAdapter(Project)
 _LIST_LLM_MODEL_CONFIGS: TypeAdapter[LlmModelConfigList] = TypeAdapter(LlmModelConfigList)
 _CREATE_LLM_MODEL_CONFIG: TypeAdapter[LlmModelConfig] = TypeAdapter(LlmModelConfig)
 _UPDATE_LLM_MODEL_CONFIG: TypeAdapter[LlmModelConfig] = TypeAdapter(LlmModelConfig)
+_UPDATE_USER: TypeAdapter[User] = TypeAdapter(User)
+_CREATE_ACE: TypeAdapter[Ace] = TypeAdapter(Ace)
+_UPDATE_ACE: TypeAdapter[Ace] = TypeAdapter(Ace)
 
 
 class SyncOperations(ABC):
@@ -254,6 +260,26 @@ class SyncOperations(ABC):
             ),
             None,
         )
+
+    def update_user(self, user_id: str, body: UserUpdate) -> User:
+        """Change some fields of a user (the user's own, or any user's for an administrator) (PUT /v3/access/users/{user_id}; 200)."""
+        answer = self._call(
+            Request("PUT", "/v3/access/users/{user_id}", False, {"user_id": user_id}, {}, body), _UPDATE_USER
+        )
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    def create_ace(self, body: AceFields) -> Ace:
+        """Give a user a role on a resource path, or deny it there (an administrator's call) (POST /v3/access/acl; 201)."""
+        answer = self._call(Request("POST", "/v3/access/acl", False, {}, {}, body), _CREATE_ACE)
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    def update_ace(self, ace_id: str, body: AceFields) -> Ace:
+        """Change an access control entry (an administrator's call) (PUT /v3/access/acl/{ace_id}; 200)."""
+        answer = self._call(Request("PUT", "/v3/access/acl/{ace_id}", False, {"ace_id": ace_id}, {}, body), _UPDATE_ACE)
+        assert answer is not None  # a success of this operation always has a body
+        return answer
 
 
 class AsyncOperations(ABC):
@@ -469,3 +495,25 @@ class AsyncOperations(ABC):
             ),
             None,
         )
+
+    async def update_user(self, user_id: str, body: UserUpdate) -> User:
+        """Change some fields of a user (the user's own, or any user's for an administrator) (PUT /v3/access/users/{user_id}; 200)."""
+        answer = await self._call(
+            Request("PUT", "/v3/access/users/{user_id}", False, {"user_id": user_id}, {}, body), _UPDATE_USER
+        )
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    async def create_ace(self, body: AceFields) -> Ace:
+        """Give a user a role on a resource path, or deny it there (an administrator's call) (POST /v3/access/acl; 201)."""
+        answer = await self._call(Request("POST", "/v3/access/acl", False, {}, {}, body), _CREATE_ACE)
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    async def update_ace(self, ace_id: str, body: AceFields) -> Ace:
+        """Change an access control entry (an administrator's call) (PUT /v3/access/acl/{ace_id}; 200)."""
+        answer = await self._call(
+            Request("PUT", "/v3/access/acl/{ace_id}", False, {"ace_id": ace_id}, {}, body), _UPDATE_ACE
+        )
+        assert answer is not None  # a success of this operation always has a body
+        return answer

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { AbortSessionTurnData, AbortSessionTurnErrors, AbortSessionTurnResponses, AgUiRunData, AgUiRunErrors, AgUiRunResponse, AgUiRunResponses, AuthenticateData, AuthenticateErrors, AuthenticateResponses, CloseProjectData, CloseProjectErrors, CloseProjectResponses, CreateLlmModelConfigData, CreateLlmModelConfigErrors, CreateLlmModelConfigResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, DeleteLlmModelConfigData, DeleteLlmModelConfigErrors, DeleteLlmModelConfigResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, GetCurrentUserData, GetCurrentUserErrors, GetCurrentUserResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetVersionData, GetVersionResponses, ListLlmModelConfigsData, ListLlmModelConfigsErrors, ListLlmModelConfigsResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, OpenaiChatCompletionsData, OpenaiChatCompletionsErrors, OpenaiChatCompletionsResponses, OpenaiListModelsData, OpenaiListModelsErrors, OpenaiListModelsResponses, OpenaiResponsesData, OpenaiResponsesErrors, OpenaiResponsesResponses, OpenProjectData, OpenProjectErrors, OpenProjectResponses, PinSessionData, PinSessionErrors, PinSessionResponses, RenameSessionData, RenameSessionErrors, RenameSessionResponses, StreamChatData, StreamChatErrors, StreamChatResponse, StreamChatResponses, UiMessageStreamData, UiMessageStreamErrors, UiMessageStreamResponse, UiMessageStreamResponses, UiSessionMessagesData, UiSessionMessagesErrors, UiSessionMessagesResponses, UnpinSessionData, UnpinSessionErrors, UnpinSessionResponses, UpdateLlmModelConfigData, UpdateLlmModelConfigErrors, UpdateLlmModelConfigResponses } from './types.gen.js';
+import type { AbortSessionTurnData, AbortSessionTurnErrors, AbortSessionTurnResponses, AgUiRunData, AgUiRunErrors, AgUiRunResponse, AgUiRunResponses, AuthenticateData, AuthenticateErrors, AuthenticateResponses, CloseProjectData, CloseProjectErrors, CloseProjectResponses, CreateAceData, CreateAceErrors, CreateAceResponses, CreateLlmModelConfigData, CreateLlmModelConfigErrors, CreateLlmModelConfigResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, DeleteLlmModelConfigData, DeleteLlmModelConfigErrors, DeleteLlmModelConfigResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, GetCurrentUserData, GetCurrentUserErrors, GetCurrentUserResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetVersionData, GetVersionResponses, ListLlmModelConfigsData, ListLlmModelConfigsErrors, ListLlmModelConfigsResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, OpenaiChatCompletionsData, OpenaiChatCompletionsErrors, OpenaiChatCompletionsResponses, OpenaiListModelsData, OpenaiListModelsErrors, OpenaiListModelsResponses, OpenaiResponsesData, OpenaiResponsesErrors, OpenaiResponsesResponses, OpenProjectData, OpenProjectErrors, OpenProjectResponses, PinSessionData, PinSessionErrors, PinSessionResponses, RenameSessionData, RenameSessionErrors, RenameSessionResponses, StreamChatData, StreamChatErrors, StreamChatResponse, StreamChatResponses, UiMessageStreamData, UiMessageStreamErrors, UiMessageStreamResponse, UiMessageStreamResponses, UiSessionMessagesData, UiSessionMessagesErrors, UiSessionMessagesResponses, UnpinSessionData, UnpinSessionErrors, UnpinSessionResponses, UpdateAceData, UpdateAceErrors, UpdateAceResponses, UpdateLlmModelConfigData, UpdateLlmModelConfigErrors, UpdateLlmModelConfigResponses, UpdateUserData, UpdateUserErrors, UpdateUserResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -333,6 +333,65 @@ export const deleteLlmModelConfig = <ThrowOnError extends boolean = false>(optio
 export const updateLlmModelConfig = <ThrowOnError extends boolean = false>(options: Options<UpdateLlmModelConfigData, ThrowOnError>): RequestResult<UpdateLlmModelConfigResponses, UpdateLlmModelConfigErrors, ThrowOnError> => (options.client ?? client).put<UpdateLlmModelConfigResponses, UpdateLlmModelConfigErrors, ThrowOnError>({
     security: [{ scheme: 'bearer', type: 'http' }],
     url: '/v3/access/users/{user_id}/llm-model-configs/{config_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Change some fields of a user (the user's own, or any user's for an administrator)
+ *
+ * gns3-server's user update. Users change their own fields but `is_active`; an administrator changes any
+ * user's, but cannot deactivate itself. Users changing their own `password` give the current one in
+ * `current_password` (CONTROLLER-002, not asked by gns3-server 3.1): without it 422 naming it, a wrong one 403,
+ * and as many wrong ones as the controller allows failed logins within its window make the next ones 429 with
+ * `Retry-After`, counted per user. An administrator setting another user's password gives none. A new
+ * password revokes the user's older tokens.
+ *
+ */
+export const updateUser = <ThrowOnError extends boolean = false>(options: Options<UpdateUserData, ThrowOnError>): RequestResult<UpdateUserResponses, UpdateUserErrors, ThrowOnError> => (options.client ?? client).put<UpdateUserResponses, UpdateUserErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/users/{user_id}',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Give a user a role on a resource path, or deny it there (an administrator's call)
+ *
+ * gns3-server's ACL entry creation (it asks for the privilege `ACE.Allocate`). The path is checked before the
+ * entry is written (ACCESS-006): `/`, `/projects` or `/projects/{project_id}`, the whole string; any other is
+ * refused 400 with code `bad_request`, as gns3-server refuses a path that matches none of its endpoints (a
+ * control character or a trailing newline makes the path another). A project id is kept lower case. How the
+ * entries decide access: ACCESS-003.
+ *
+ */
+export const createAce = <ThrowOnError extends boolean = false>(options: Options<CreateAceData, ThrowOnError>): RequestResult<CreateAceResponses, CreateAceErrors, ThrowOnError> => (options.client ?? client).post<CreateAceResponses, CreateAceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/acl',
+    ...options,
+    headers: {
+        'Content-Type': 'application/json',
+        ...options.headers
+    }
+});
+
+/**
+ * Change an access control entry (an administrator's call)
+ *
+ * gns3-server's ACL entry update (it asks for `ACE.Modify`). The path is checked as on creation (ACCESS-006;
+ * gns3-server checks it on creation only): another path than `/`, `/projects` or `/projects/{project_id}` is
+ * refused 400 and the entry is left as it was.
+ *
+ */
+export const updateAce = <ThrowOnError extends boolean = false>(options: Options<UpdateAceData, ThrowOnError>): RequestResult<UpdateAceResponses, UpdateAceErrors, ThrowOnError> => (options.client ?? client).put<UpdateAceResponses, UpdateAceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/acl/{ace_id}',
     ...options,
     headers: {
         'Content-Type': 'application/json',

@@ -17,6 +17,57 @@ export type AbortResult = {
     aborted?: boolean;
 };
 
+/**
+ * Ace
+ *
+ * An access control entry as the controller keeps it (gns3-server's ACE): the path as written, a project id in its canonical lower-case form (ACCESS-006).
+ */
+export type Ace = {
+    ace_id: string;
+    ace_type: 'user' | 'group';
+    path: string;
+    propagate: boolean;
+    allowed: boolean;
+    user_id?: string | null;
+    group_id?: string | null;
+    role_id: string;
+    /**
+     * ISO 8601 date-time, or null.
+     */
+    created_at?: string | null;
+    /**
+     * ISO 8601 date-time, or null.
+     */
+    updated_at?: string | null;
+};
+
+/**
+ * AceFields
+ *
+ * `POST /v3/access/acl` and `PUT /v3/access/acl/{ace_id}` (gns3-server's ACECreate and ACEUpdate, the contract's user entries): give a user a role on a resource path, or with `allowed: false` deny it there. The path is checked when the entry is written (ACCESS-006): `/`, `/projects` or `/projects/{project_id}`, the whole string, else 400; the precedence of the entries is the Project access section's (ACCESS-003). gns3-server also takes `group` entries, which the contract does not use.
+ */
+export type AceFields = {
+    ace_type: 'user';
+    /**
+     * `/`, `/projects` or `/projects/{project_id}` (a controller may name more of its resources); any other path, a control character or a trailing newline in it included, is refused 400 (ACCESS-006). A project id in another case than lower is refused 400 or kept lower-cased.
+     */
+    path: string;
+    /**
+     * Whether an allowing entry reaches the paths below its own; a denying entry refuses below it either way (ACCESS-003).
+     */
+    propagate?: boolean;
+    /**
+     * false: the entry denies every privilege on its path and below, whatever its role holds (ACCESS-003).
+     */
+    allowed?: boolean;
+    user_id: string;
+    group_id?: null;
+    /**
+     * A role of `GET /v3/access/roles`, such as the built-in `User`, `Auditor` or `No Access` (an entry of `No Access` always denies).
+     */
+    role_id: string;
+};
+
 export type AgUiEvent = {
     messageId: string;
     metadata?: unknown;
@@ -27068,6 +27119,26 @@ export type User = {
 };
 
 /**
+ * UserUpdate
+ *
+ * `PUT /v3/access/users/{user_id}` (gns3-server's UserUpdate): the fields to change; the others keep their values. Users changing their own password give the current one in `current_password` (CONTROLLER-002; not in gns3-server): without it 422, wrong 403, too many wrong ones 429. An administrator setting another user's password gives none. A new password revokes the user's older tokens.
+ */
+export type UserUpdate = {
+    username?: string;
+    password?: string;
+    /**
+     * The caller's current password, asked when users change their own `password` (CONTROLLER-002); ignored otherwise.
+     */
+    current_password?: string;
+    full_name?: string | null;
+    email?: string | null;
+    /**
+     * Only an administrator may change it, and not its own to false.
+     */
+    is_active?: boolean;
+};
+
+/**
  * ValidationErrorBody
  *
  * 422 body: an ErrorBody whose details list each invalid field (INPUT-007).
@@ -28162,7 +28233,7 @@ export type AuthenticateErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28199,7 +28270,7 @@ export type GetCurrentUserErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28228,7 +28299,7 @@ export type ListProjectsErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28264,7 +28335,7 @@ export type CreateProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28272,7 +28343,7 @@ export type CreateProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28280,7 +28351,7 @@ export type CreateProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28318,7 +28389,7 @@ export type DeleteProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28326,7 +28397,7 @@ export type DeleteProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28334,7 +28405,7 @@ export type DeleteProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28372,7 +28443,7 @@ export type GetProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28380,7 +28451,7 @@ export type GetProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28388,7 +28459,7 @@ export type GetProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28426,7 +28497,7 @@ export type OpenProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28434,7 +28505,7 @@ export type OpenProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28442,7 +28513,7 @@ export type OpenProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28480,7 +28551,7 @@ export type CloseProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28488,7 +28559,7 @@ export type CloseProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28496,7 +28567,7 @@ export type CloseProjectErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28534,7 +28605,7 @@ export type ListLlmModelConfigsErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28542,7 +28613,7 @@ export type ListLlmModelConfigsErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28550,7 +28621,7 @@ export type ListLlmModelConfigsErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28591,7 +28662,7 @@ export type CreateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28599,7 +28670,7 @@ export type CreateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28607,7 +28678,7 @@ export type CreateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28649,7 +28720,7 @@ export type DeleteLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28657,7 +28728,7 @@ export type DeleteLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28665,7 +28736,7 @@ export type DeleteLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28710,7 +28781,7 @@ export type UpdateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28718,7 +28789,7 @@ export type UpdateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28726,7 +28797,7 @@ export type UpdateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28734,7 +28805,7 @@ export type UpdateLlmModelConfigErrors = {
     /**
      * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
      * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
-     * user or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
      * creation would refuse.
      *
      */
@@ -28755,3 +28826,184 @@ export type UpdateLlmModelConfigResponses = {
 };
 
 export type UpdateLlmModelConfigResponse = UpdateLlmModelConfigResponses[keyof UpdateLlmModelConfigResponses];
+
+export type UpdateUserData = {
+    body: UserUpdate;
+    path: {
+        /**
+         * The controller user (`user_id` of `GET /v3/access/users/me`).
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v3/access/users/{user_id}';
+};
+
+export type UpdateUserErrors = {
+    /**
+     * The body is not JSON the server can take (code `invalid_json`, as MalformedBody says), or the username is
+     * another user's (code `bad_request`, as gns3-server answers).
+     *
+     */
+    400: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * Not the caller's own user and the caller no administrator, `is_active` changed by a user, an
+     * administrator deactivating itself, or a wrong `current_password` (code `forbidden`).
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * Invalid path, query or body value (INPUT-007), with field-level details.
+     */
+    422: ValidationErrorBody;
+    /**
+     * Too many wrong current passwords for this user (code `too_many_password_attempts`, CONTROLLER-002);
+     * `Retry-After` says when to try again.
+     *
+     */
+    429: ErrorBody;
+};
+
+export type UpdateUserError = UpdateUserErrors[keyof UpdateUserErrors];
+
+export type UpdateUserResponses = {
+    /**
+     * The user as changed.
+     */
+    200: User;
+};
+
+export type UpdateUserResponse = UpdateUserResponses[keyof UpdateUserResponses];
+
+export type CreateAceData = {
+    body: AceFields;
+    path?: never;
+    query?: never;
+    url: '/v3/access/acl';
+};
+
+export type CreateAceErrors = {
+    /**
+     * The entry's path names no resource the controller controls access to (ACCESS-006, code `bad_request`, as
+     * gns3-server 3.x answers it), or the body is not JSON the server can take (code `invalid_json`, as
+     * MalformedBody says).
+     *
+     */
+    400: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * Invalid path, query or body value (INPUT-007), with field-level details.
+     */
+    422: ValidationErrorBody;
+};
+
+export type CreateAceError = CreateAceErrors[keyof CreateAceErrors];
+
+export type CreateAceResponses = {
+    /**
+     * The entry.
+     */
+    201: Ace;
+};
+
+export type CreateAceResponse = CreateAceResponses[keyof CreateAceResponses];
+
+export type UpdateAceData = {
+    body: AceFields;
+    path: {
+        /**
+         * The access control entry.
+         */
+        ace_id: string;
+    };
+    query?: never;
+    url: '/v3/access/acl/{ace_id}';
+};
+
+export type UpdateAceErrors = {
+    /**
+     * The entry's path names no resource the controller controls access to (ACCESS-006, code `bad_request`, as
+     * gns3-server 3.x answers it), or the body is not JSON the server can take (code `invalid_json`, as
+     * MalformedBody says).
+     *
+     */
+    400: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * Invalid path, query or body value (INPUT-007), with field-level details.
+     */
+    422: ValidationErrorBody;
+};
+
+export type UpdateAceError = UpdateAceErrors[keyof UpdateAceErrors];
+
+export type UpdateAceResponses = {
+    /**
+     * The entry as changed.
+     */
+    200: Ace;
+};
+
+export type UpdateAceResponse = UpdateAceResponses[keyof UpdateAceResponses];
