@@ -1,7 +1,8 @@
 """Project access (ACCESS-*): a user without access to a project is refused everywhere, the same way whatever
 else is true of the project or the request (before its LLM configuration and a busy session too), a grant works
 from the next request and its removal too, a grant on a parent path only when it propagates, a denying entry
-overrides a parent's grant, and the controller's project endpoints refuse such a user as well.
+overrides a parent's grant, and the controller's project endpoints refuse such a user as well. The entries beyond a
+grant on the project (parent paths, denies) are access_entries.py's, creating projects access_creation.py's.
 
 They need a user without access, which the suite makes only where the target file declares `access_control`
 (GNS3-style RBAC through the controller): elsewhere they are NOT TESTABLE. The checks that write entries write them
@@ -265,83 +266,6 @@ async def access_comes_before_the_llm_and_the_busy_session(ctx: CheckContext) ->
             )
     finally:
         await owner
-
-
-@check("access.entries")
-async def entries_on_parent_paths_and_denying_entries(ctx: CheckContext) -> None:
-    """ACCESS-003 and ACCESS-004 for the entries beyond a grant on the project, written for a user of the check's
-    own: a grant on the parent path /projects reaches the project only when it propagates, and a denying entry on
-    the project (of the granted role, or of the role that forbids all, access_control.no_access_role, denying or
-    allowing) overrides the parent's grant on the chat and the controller alike."""
-    require_stranger(ctx)
-    access = ctx.target.data.get("access_control") or {}
-    role_name, no_access_name = access.get("role", "User"), access.get("no_access_role")
-    role = await ctx.env.controller.role_id(role_name)
-    no_access = await role_named(ctx, no_access_name) if no_access_name else None
-    await setup_turn(ctx, ctx.session_id("owned"))  # the project is in use: its owner has a session there
-    user = await own_user(ctx, "entries", with_llm=True)
-    project = f"/projects/{ctx.env.project_id}"
-    # Refused before any entry: whatever the server remembers of the user's entries, it saw them none first.
-    await refused_everywhere(ctx, "ACCESS-003", user, ctx.session_id("before"), "no entry yet")
-    parent = ("/projects", role, True, True)  # (path, role, propagate, allowed)
-    states = [
-        (f"{role_name} on /projects, propagating", [parent], True),
-        (f"{role_name} on /projects, not propagating", [("/projects", role, False, True)], False),
-        (
-            f"{role_name} on /projects and a deny of {role_name} on the project",
-            [parent, (project, role, True, False)],
-            False,
-        ),
-    ]
-    if no_access is not None:
-        states += [
-            (
-                f"{role_name} on /projects and a deny of {no_access_name} on the project",
-                [parent, (project, no_access, True, False)],
-                False,
-            ),
-            (
-                f"{role_name} on /projects and {no_access_name} allowed on the project",
-                [parent, (project, no_access, True, True)],
-                False,
-            ),
-        ]
-    for index, (what, entries, granted) in enumerate(states):
-        made = [
-            await write_entry(ctx, "ACCESS-003", user, *entry[:2], propagate=entry[2], allowed=entry[3])
-            for entry in entries
-        ]
-        try:
-            label = ctx.session_id(f"state-{index}")
-            judge = uses_every_endpoint if granted else refused_everywhere
-            await judge(ctx, "ACCESS-003", user, label, what)
-        finally:
-            await remove_entries(ctx, made)
-    # ACCESS-004: the controller's project endpoints obey the deny too, on an opened and a closed project.
-    closed = await ctx.env.controller.create_project(f"conformance-access-denied-{secrets.token_hex(3)}")
-    await ctx.env.controller.close_project(closed)
-    denials = [(role_name, role)] + ([(no_access_name, no_access)] if no_access is not None else [])
-    for name, denying in denials:
-        made = [await write_entry(ctx, "ACCESS-004", user, *parent[:2], propagate=True, allowed=True)]
-        for project_id in (ctx.env.project_id, closed):
-            made.append(
-                await write_entry(
-                    ctx, "ACCESS-004", user, f"/projects/{project_id}", denying, propagate=True, allowed=False
-                )
-            )
-        try:
-            who = f"a user with {role_name} on /projects and a deny of {name} on the project"
-            await judge_controller_refusals(ctx, user, ctx.env.project_id, closed, who)
-        finally:
-            await remove_entries(ctx, made)
-    if no_access is None:
-        why = (
-            f"the target lists no role named {no_access_name!r}"
-            if no_access_name
-            else "the target file declares no access_control.no_access_role"
-        )
-        for requirement in ("ACCESS-003", "ACCESS-004"):
-            ctx.findings.not_testable(requirement, f"{why}: entries of the role that forbids all were not written")
 
 
 async def admin_view(ctx: CheckContext, project_id: str) -> dict[str, Any]:

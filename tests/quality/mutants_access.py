@@ -1,9 +1,10 @@
 """Mutants of project access control (ACCESS-*) and the controller (CONTROLLER-001), one per way an implementer gets it
 wrong: the chat forgets to ask, asks after the project's existence or after the LLM configuration, the controller
 forgets to ask, grants are cached past their removal or parent grants read once, a deny removes only its own role's
-privileges, a grant propagates though it should not, the LLM configurations' 403 or a token's expiry is forgotten,
-anyone creates projects or is asked for the privilege only after the body and the name. Registered in MUTANTS by
-tests/quality/mutants.py."""
+privileges, a grant propagates though it should not, a deny on a parent path reaches below only when it propagates
+or overrides a grant on the project, the channels ignore denies, the LLM configurations' 403 or a token's expiry is
+forgotten, anyone creates projects or is asked for the privilege only after the body and the name. Registered in
+MUTANTS by tests/quality/mutants.py."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ async def _anyone(*_args, **_kwargs) -> None:
     "chat-ignores-access",
     "the chat endpoints never ask whether the caller has access to the project",
     {"ACCESS-001", "ACCESS-002", "ACCESS-003"},
+    {"CHANNEL-002", "CHANNEL-005"},  # the channels ask the same question (the route prelude): a denied user chats
 )
 def _chat_ignores_access() -> None:
     import reference_server.prelude as preconditions
@@ -57,9 +59,9 @@ def _controller_ignores_access() -> None:
     "grants-cached",
     "a granted privilege is remembered per user and project: removing the grant changes nothing until a restart",
     {"ACCESS-003"},
-    # Nor does a deny written later: the controller still lets the user read and close the project; and a user once
-    # allowed to create projects still may when the entry that allowed it is gone.
-    {"ACCESS-004", "ACCESS-005"},
+    # Nor does a deny written later: the controller still lets the user read and close the project, and the channels
+    # serve the user (CHANNEL-002, -005); and a user once allowed to create projects still may when the entry is gone.
+    {"ACCESS-004", "ACCESS-005", "CHANNEL-002", "CHANNEL-005"},
 )
 def _grants_cached() -> None:
     from reference_server.controller.access import AccessControl
@@ -92,6 +94,7 @@ _ENTRIES_OF_THE_PRIVILEGE = (
     "a denying entry removes only the privileges its own role holds (gns3-server's lookup): a deny of No Access "
     "on a project that /projects grants forbids nothing, on the chat or the controller",
     {"ACCESS-003", "ACCESS-004"},
+    {"CHANNEL-002", "CHANNEL-005"},  # nor on the channels, which ask the same rule
 )
 def _deny_only_its_roles_privileges() -> None:
     import reference_server.controller.access as access
@@ -109,7 +112,9 @@ def _deny_only_its_roles_privileges() -> None:
     "grant-propagates-always",
     "an entry on a parent path reaches the paths below it even when it does not propagate",
     {"ACCESS-003"},
-    {"ACCESS-005"},  # a role on / that does not propagate lets its user create projects under /projects
+    # a role on / that does not propagate lets its user create projects under /projects; the channels, asking the
+    # same rule, serve a user whose grant on /projects does not propagate
+    {"ACCESS-005", "CHANNEL-002", "CHANNEL-005"},
 )
 def _grant_propagates_always() -> None:
     import reference_server.controller.access as access
@@ -118,12 +123,26 @@ def _grant_propagates_always() -> None:
     access.decide = lambda path, entries: decide(path, [(p, True, allowed, holds) for p, _, allowed, holds in entries])
 
 
+async def _every_entry(store, user_id: str, privilege: str) -> list[tuple[str, bool, bool, bool]]:
+    """The user's entries as the reference server's decide() reads them: (path, propagate, allowed, holds), an
+    entry of No Access never allowing."""
+    import reference_server.controller.access as access
+
+    rows = await store._rows(
+        "SELECT acl.path, acl.propagate, acl.allowed, acl.role_id, EXISTS (SELECT 1 FROM role_privileges rp "
+        "JOIN privileges p ON p.privilege_id = rp.privilege_id WHERE rp.role_id = acl.role_id AND p.name = ?) "
+        "FROM acl WHERE acl.user_id = ?",
+        (privilege, user_id),
+    )
+    return [(r[0], bool(r[1]), bool(r[2]) and r[3] != access.NO_ACCESS_ID, bool(r[4])) for r in rows]
+
+
 @mutant(
     "parent-grants-read-once",
     "a user's entries on parent paths are read at their first request and kept: a grant on /projects made later "
     "never reaches the projects",
     {"ACCESS-003"},
-    {"ACCESS-005"},  # nor lets the user create projects
+    {"ACCESS-005", "CHANNEL-002"},  # nor lets the user create projects, nor chat on the channels
 )
 def _parent_grants_read_once() -> None:
     import reference_server.controller.access as access
@@ -134,13 +153,7 @@ def _parent_grants_read_once() -> None:
     async def has_privilege(self, user, path, privilege) -> bool:
         if user.is_superadmin:
             return await original(self, user, path, privilege)
-        rows = await self.store._rows(
-            "SELECT acl.path, acl.propagate, acl.allowed, acl.role_id, EXISTS (SELECT 1 FROM role_privileges rp "
-            "JOIN privileges p ON p.privilege_id = rp.privilege_id WHERE rp.role_id = acl.role_id AND p.name = ?) "
-            "FROM acl WHERE acl.user_id = ?",
-            (privilege, user.user_id),
-        )
-        entries = [(r[0], bool(r[1]), bool(r[2]) and r[3] != access.NO_ACCESS_ID, bool(r[4])) for r in rows]
+        entries = await _every_entry(self.store, user.user_id, privilege)
         kept = parents.setdefault((user.user_id, privilege), [e for e in entries if e[0] != path])
         return access.decide(path, [e for e in entries if e[0] == path] + kept)
 
@@ -311,3 +324,69 @@ def _creation_body_before_privilege() -> None:
 )
 def _creation_name_before_privilege() -> None:
     _privilege_asked_after("name")
+
+
+# --- denying and non-propagating entries on the channels and on parent paths (issue 34) ----------------------------
+
+CHANNEL_PARTS = ("/openai/", "/ui", "/ag-ui")  # what follows the chat prefix in every channel's path
+
+
+@mutant(
+    "channel-ignores-denies",
+    "the channel endpoints decide access from the allowing entries alone: a user whom a deny (allowed: false, or any "
+    "entry of No Access) refuses on the chat endpoints chats on every channel",
+    {"CHANNEL-002", "CHANNEL-005"},  # the channel's access is the chat's; its refusal is 403 project_access_denied
+    only=("channels", "across_channels"),
+)
+def _channel_ignores_denies() -> None:
+    import reference_server.controller.access as access
+    import reference_server.prelude as prelude
+    from reference_server.errors import ApiError
+
+    original = prelude.require_project_privilege
+
+    async def require_project_privilege(request, caller, project_id, privilege) -> None:
+        if caller.user.is_superadmin or not any(f"/chat{part}" in request.url.path for part in CHANNEL_PARTS):
+            return await original(request, caller, project_id, privilege)
+        entries = await _every_entry(request.app.state.services.store, caller.user.user_id, privilege)
+        if not access.decide(access.project_path(project_id), [e for e in entries if e[2]]):
+            raise ApiError(403, "project_access_denied", f"Permission denied (privilege {privilege} is required)")
+
+    prelude.require_project_privilege = require_project_privilege
+
+
+@mutant(
+    "parent-deny-needs-propagation",
+    "a deny on a parent path refuses the paths below it only when it propagates, as a grant reaches them: a deny of "
+    "User on /projects that does not propagate leaves the projects to a grant on /",
+    {"ACCESS-003"},
+    {"CHANNEL-002", "CHANNEL-005"},  # the channels, asking the same rule, serve the user too
+)
+def _parent_deny_needs_propagation() -> None:
+    import reference_server.controller.access as access
+
+    decide = access.decide
+
+    def below_only_when_propagating(path, entries):
+        return decide(path, [e for e in entries if e[2] or e[1] or e[0] == path])
+
+    access.decide = below_only_when_propagating
+
+
+@mutant(
+    "parent-deny-overrides-project-grant",
+    "a deny anywhere on the path refuses, whatever a more specific level grants: a grant of User on the project no "
+    "longer stands under a deny on /projects",
+    {"ACCESS-003"},
+    {"CHANNEL-002"},  # the channels, asking the same rule, refuse the user too
+)
+def _parent_deny_overrides_project_grant() -> None:
+    import reference_server.controller.access as access
+
+    decide = access.decide
+
+    def any_deny_refuses(path, entries):
+        above = {"/".join(path.rstrip("/").split("/")[:end]) or "/" for end in range(1, path.count("/") + 2)}
+        return not any(not allowed and p in above for p, _, allowed, _ in entries) and decide(path, entries)
+
+    access.decide = any_deny_refuses
