@@ -57,8 +57,11 @@ from conformance.rules.openai_requests import (
     chat_refused,
     chat_standard,
     not_served,
+    responses_contract_accepted,
+    responses_refused,
     responses_standard,
     session_metadata,
+    standard_members,
     with_instructions,
 )
 from conformance.rules.scenarios import PARALLEL_SHAPES, TOOL_SHAPES, TURNS, USAGE_SHAPES
@@ -297,25 +300,30 @@ async def responses(ctx: CheckContext) -> None:
     channel = ChannelClient(ctx)
     plain = expected_turn(ctx.env.scripts, "cs-plain")
     instruction = f"Conformance instruction {ctx.run}"
-    labels = ("first", "previous", "metadata", "unknown", "store", "reasoning", "standard", "theirs", "gone")
-    runs = {label: run_tag(ctx, f"r-{label}") for label in labels}
+    runs = {label: run_tag(ctx, f"r-{label}") for label in ("first", "previous", "metadata")}
 
     def body(label: str, **members: Any) -> dict[str, Any]:
-        return {**channel.request(chosen, "cs-plain", run=runs[label], stream=False), **members}
+        return {**channel.request(chosen, "cs-plain", run=run_tag(ctx, f"r-{label}"), stream=False), **members}
 
-    first, unknown, store, reasoning, standard = await asyncio.gather(
+    standard_body = responses_standard(body("standard"), f"Conformance standard {ctx.run}")
+    refused = responses_refused(body)
+    first, unknown, standard, contract, refused_answers = await asyncio.gather(
         channel.post(chosen, body("first", instructions=instruction)),
         channel.post(chosen, body("unknown", previous_response_id=f"resp_{uuid.uuid4().hex}")),
-        channel.post(chosen, body("store", store=True)),
-        channel.post(chosen, body("reasoning", reasoning={"effort": "low"})),
-        channel.post(chosen, responses_standard(body("standard"), f"Conformance standard {ctx.run}")),
+        channel.post(chosen, standard_body),
+        channel.post(chosen, responses_contract_accepted(body)),
+        asyncio.gather(*(channel.post(chosen, made) for _, made, *_ in refused)),
     )
     if first.status != 200 or first.streamed:  # the model's failure (a streamed chat control tells) or the endpoint's
         await unless_streamed_turns_fail(ctx, endpoint(ctx, "openai_chat"), [Turn(first, plain, runs["first"])])
-    served = [(first, "`input` a string and `instructions`"), (standard, "OpenAI's standard members")]
-    for answer, what in served:  # OPENAI-PROTO-007: served, not refused
+    served = [
+        ("OPENAI-PROTO-007", first, "`input` a string and `instructions`"),
+        ("OPENAI-PROTO-007", standard, f"OpenAI's standard members ({standard_members(standard_body)})"),
+        ("OPENAI-005", contract, "`store: true`, `reasoning`, `text.verbosity`, `include` and other members it serves"),
+    ]
+    for requirement, answer, what in served:  # served, not refused
         why = f"a response request with {what} was not answered 200 with a Response: {answer.describe()}"
-        ctx.findings.expect("OPENAI-PROTO-007", answer.status == 200 and not answer.streamed, why, answer.exchange)
+        ctx.findings.expect(requirement, answer.status == 200 and not answer.streamed, why, answer.exchange)
     ctx.findings.require(
         first.status == 200 and not first.streamed,
         "OPENAI-PROTO-007",
@@ -369,11 +377,8 @@ async def responses(ctx: CheckContext) -> None:
     found += [Violation("OPENAI-005", problem) for problem in problems]
     continued = [a.exchange for a in (previous, by_metadata) if a is not None]
     judge(ctx, found, {"OPENAI-005"}, *continued)
-    refusals = [
-        (unknown, 404, "previous_response_not_found", None, "an unknown previous_response_id"),
-        (store, 422, "unsupported_field", "store", "`store: true`"),
-        (reasoning, 422, "unsupported_field", "reasoning", "a `reasoning` member"),  # one OPENAI-005 does not take
-    ]
+    refusals = [(unknown, 404, "previous_response_not_found", None, "an unknown previous_response_id")]
+    refusals += [(a, *row[2:], row[0]) for row, a in zip(refused, refused_answers, strict=True)]  # what it cannot give
     # The id of another user's response, then of a response whose session was deleted: no response of the caller.
     if "other" in ctx.env.users and ctx.env.users["main"].token is not None and response_id:
         theirs = await channel.post(chosen, {**body("theirs"), "previous_response_id": response_id}, user="other")

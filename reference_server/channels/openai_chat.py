@@ -47,11 +47,15 @@ from .openai_common import (
     unsupported,
     usage_of,
 )
+from .openai_members import CHAT_ASKED, CHAT_HINTS, refuse_asked
 
-# OPENAI-001: what a chat completion request may carry; `tools`, `functions` and `tool_choice` only empty / none /
-# auto (CHANNEL-006); `n` only 1.
+# OPENAI-001: what a chat completion request may carry (openai_members.py says why each member is served or not);
+# `tools`, `functions` and `tool_choice` only empty / none / auto (CHANNEL-006).
 CHAT_MEMBERS = {"model", "messages", "stream", "stream_options", "temperature", "metadata", "user", "tools"}
-CHAT_MEMBERS |= {"functions", "tool_choice", "n", "max_completion_tokens", "max_tokens"}
+CHAT_MEMBERS |= {"functions", "tool_choice", *CHAT_HINTS, *CHAT_ASKED}
+# The members of `stream_options` served: include_obfuscation of either value sends no obfuscation padding, as a
+# request without it (the API's default is true) is answered; the client reads none.
+STREAM_OPTIONS = ("include_usage", "include_obfuscation")
 
 
 @dataclass(frozen=True)
@@ -66,8 +70,7 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
     refuse_unknown_members(body, CHAT_MEMBERS)
     checked_model(body)
     refuse_client_tools(body)
-    if body.get("n") not in (None, 1):  # one choice, the turn's; `n: 1` asks for nothing else
-        raise unsupported("n")
+    refuse_asked(body, CHAT_ASKED)
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise invalid("messages", "'messages' must be a list of messages")
@@ -78,7 +81,7 @@ def chat_request(body: Any) -> tuple[TurnRequest, ChatOptions]:
     if options is not None and not isinstance(options, dict):
         raise invalid("stream_options", "'stream_options' must be an object")
     for name, value in (options or {}).items():
-        if name != "include_usage" and value is not None:  # e.g. include_obfuscation: refused by name
+        if name not in STREAM_OPTIONS and value is not None:  # a member the API does not define: refused by name
             raise unsupported(f"stream_options.{name}")
     include_usage = checked_boolean(options or {}, "include_usage", False, "stream_options.include_usage")
     checked_user(body)

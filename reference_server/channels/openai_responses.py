@@ -48,15 +48,14 @@ from .openai_common import (
     refuse_off_schema,
     refuse_unknown_members,
     split_conversation,
-    unsupported,
     usage_of,
 )
+from .openai_members import RESPONSE_ASKED, RESPONSE_HINTS, refuse_asked
 
-# OPENAI-005: what a Responses request may carry (tools only empty, CHANNEL-006; store only false); OpenAI's
-# standard members among them (OPENAI-PROTO-007).
+# OPENAI-005: what a Responses request may carry (openai_members.py says why each member is served or not; tools
+# only empty, CHANNEL-006); OpenAI's standard members among them (OPENAI-PROTO-007).
 RESPONSE_MEMBERS = {"model", "input", "instructions", "stream", "temperature", "metadata", "previous_response_id"}
-RESPONSE_MEMBERS |= {"max_output_tokens"}
-RESPONSE_MEMBERS |= {"store", "user", "tools", "tool_choice"}
+RESPONSE_MEMBERS |= {"max_output_tokens", "user", "tools", "tool_choice", *RESPONSE_HINTS, *RESPONSE_ASKED}
 INPUT_PART_TYPES = ("input_text", "output_text", "text")
 _RESPONSE_ID = re.compile(rf"resp_(?P<session>(?:[0-9a-f]{{2}}){{1,{SESSION_ID_MAX_LENGTH}}})_(?P<turn>[0-9a-f]{{32}})")
 _SESSION_ID = re.compile(SESSION_ID_PATTERN)  # SESSION-003, with its length
@@ -112,8 +111,7 @@ def responses_request(body: Any) -> tuple[TurnRequest, bool, PreviousResponse | 
     refuse_unknown_members(body, RESPONSE_MEMBERS)
     checked_model(body)
     refuse_client_tools(body)
-    if body.get("store") is True:
-        raise unsupported("store")  # responses are not kept for retrieval; the session is the record
+    refuse_asked(body, RESPONSE_ASKED)
     given = body.get("input")
     if isinstance(given, str):
         message, instructions, earlier, loc = given, [], False, ("body", "input")

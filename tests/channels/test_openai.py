@@ -19,6 +19,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
+import gns3_copilot_spec as spec
 from conformance.harness.machine_load import stretched
 from conformance.rules.official import errors
 from gns3_copilot_generated.constants import (
@@ -28,9 +29,11 @@ from gns3_copilot_generated.constants import (
     OPENAI_SERVER_ERROR_TYPE,
     SESSION_ID_MAX_LENGTH,
 )
-from reference_server.channels.openai_chat import ChatCompletionStream, chat_request, completion_object
+from reference_server.channels.openai_chat import CHAT_MEMBERS, ChatCompletionStream, chat_request, completion_object
 from reference_server.channels.openai_common import render_openai_error
+from reference_server.channels.openai_members import CHAT_REFUSED, RESPONSE_REFUSED
 from reference_server.channels.openai_responses import (
+    RESPONSE_MEMBERS,
     ResponseBuilder,
     ResponseEventStream,
     previous_response,
@@ -294,10 +297,17 @@ def refusal(read, body: Any) -> tuple[int, str, str | None]:
         ({**CHAT, "max_tokens": 0}, (422, "validation_error", "max_tokens")),  # accepted, but a positive integer
         ({**CHAT, "max_completion_tokens": "64"}, (422, "validation_error", "max_completion_tokens")),
         ({**CHAT, "n": 2}, (422, "unsupported_field", "n")),
-        (
-            {**CHAT, "stream_options": {"include_obfuscation": False}},
-            (422, "unsupported_field", "stream_options.include_obfuscation"),
-        ),
+        ({**CHAT, "logprobs": True}, (422, "unsupported_field", "logprobs")),
+        ({**CHAT, "top_logprobs": 2}, (422, "unsupported_field", "top_logprobs")),
+        ({**CHAT, "modalities": ["text", "audio"]}, (422, "unsupported_field", "modalities")),
+        ({**CHAT, "web_search_options": {}}, (422, "unsupported_field", "web_search_options")),
+        ({**CHAT, "moderation": {"model": "omni-moderation-latest"}}, (422, "unsupported_field", "moderation")),
+        ({**CHAT, "function_call": {"name": "f"}}, (422, "unsupported_field", "function_call")),
+        ({**CHAT, "stream_options": {"include_mood": True}}, (422, "unsupported_field", "stream_options.include_mood")),
+        ({**CHAT, "top_p": "high"}, (422, "validation_error", "top_p")),  # accepted, as the API types it
+        ({**CHAT, "stop": 3}, (422, "validation_error", "stop")),
+        ({**CHAT, "seed": 1.5}, (422, "validation_error", "seed")),
+        ({**CHAT, "parallel_tool_calls": None}, (422, "validation_error", "parallel_tool_calls")),
         (
             {**CHAT, "tools": [{"type": "function", "function": {"name": "f"}}]},
             (422, "client_tools_not_supported", "tools"),
@@ -324,6 +334,23 @@ def test_a_chat_request_is_refused_by_name(body: Any, expected: tuple[int, str, 
     assert refusal(chat_request, body) == expected
 
 
+# Every member the API defines that OPENAI-001 serves whatever its value (besides those the turn reads), and the
+# served values of the others: each a value the API's request schema takes.
+STANDARD_CHAT_MEMBERS = {
+    "top_p": 0.9, "seed": 7, "presence_penalty": 0.5, "frequency_penalty": -0.5, "logit_bias": {"50256": -100},
+    "reasoning_effort": "low", "verbosity": "low", "prediction": {"type": "content", "content": "R1 has"},
+    "max_completion_tokens": 64, "max_tokens": 64, "stop": ["\n\nUser:"],
+    "safety_identifier": "user-hash", "prompt_cache_key": "lab-1", "prompt_cache_options": {"mode": "implicit"},
+    "prompt_cache_retention": "24h", "service_tier": "flex", "store": True, "parallel_tool_calls": False,
+    "logprobs": False, "response_format": {"type": "text"}, "modalities": ["text"], "function_call": "auto",
+}  # fmt: skip
+STANDARD_RESPONSE_MEMBERS = {
+    "top_p": 0.9, "reasoning": {"effort": "low", "summary": "auto"}, "max_tool_calls": 2, "truncation": "auto",
+    "parallel_tool_calls": True, "safety_identifier": "user-hash", "prompt_cache_key": "lab-1",
+    "prompt_cache_retention": "in_memory", "service_tier": "auto", "stream_options": {"include_obfuscation": False},
+    "image": {"context_compression": "auto"}, "background": False, "include": ["reasoning.encrypted_content"],
+    "text": {"format": {"type": "text"}, "verbosity": "low"}, "prompt_cache_options": {"ttl": "30m", "prewarm": False},
+}  # fmt: skip
 CALL = {"name": "get_topology", "arguments": "{}"}  # a call as the API's schema has it (ChatCompletionMessageToolCall)
 
 
@@ -360,6 +387,9 @@ def test_a_chat_request_becomes_a_turn_request():
         session_loc=("body", "metadata", "session_id"),
     )
     assert (options.stream, options.include_usage) == (True, True)
+    # Every other member OPENAI-001 serves: the same turn (the hints are not passed on, temperature alone is).
+    hinted = {**body, **STANDARD_CHAT_MEMBERS, "stream_options": {"include_usage": True, "include_obfuscation": False}}
+    assert chat_request(hinted) == (wanted, options)
     only, options = chat_request(CHAT)
     assert (only.session_id, only.carries_history, only.instructions, options.stream) == (None, False, None, False)
 
@@ -373,8 +403,18 @@ A_RESPONSE = response_id("s-1", str(uuid.uuid4()))
     ("body", "expected"),
     [
         ({**RESPONSES, "model": "gpt-4o"}, (404, "model_not_found", "model")),
-        ({**RESPONSES, "store": True}, (422, "unsupported_field", "store")),
-        ({**RESPONSES, "reasoning": {"effort": "low"}}, (422, "unsupported_field", "reasoning")),
+        ({**RESPONSES, "background": True}, (422, "unsupported_field", "background")),
+        ({**RESPONSES, "conversation": "conv_1"}, (422, "unsupported_field", "conversation")),
+        ({**RESPONSES, "prompt": {"id": "pmpt_1"}}, (422, "unsupported_field", "prompt")),
+        ({**RESPONSES, "top_logprobs": 2}, (422, "unsupported_field", "top_logprobs")),
+        ({**RESPONSES, "include": ["message.output_text.logprobs"]}, (422, "unsupported_field", "include")),
+        ({**RESPONSES, "text": {"format": {"type": "json_object"}}}, (422, "unsupported_field", "text.format")),
+        (
+            {**RESPONSES, "prompt_cache_options": {"prewarm": True}},
+            (422, "unsupported_field", "prompt_cache_options.prewarm"),
+        ),
+        ({**RESPONSES, "truncation": "sometimes"}, (422, "validation_error", "truncation")),
+        ({**RESPONSES, "store": "yes"}, (422, "validation_error", "store")),
         ({**RESPONSES, "tools": [{"type": "web_search"}]}, (422, "client_tools_not_supported", "tools")),
         ({**RESPONSES, "input": 3}, (422, "validation_error", "input")),
         ({**RESPONSES, "input": [{"role": "assistant", "content": "x"}]}, (422, "validation_error", "input")),
@@ -413,8 +453,26 @@ def test_a_responses_request_becomes_a_turn_request():
     wanted, stream, previous = responses_request(body)
     assert (wanted.session_id, wanted.message, wanted.instructions) == ("s-1", "Show R1", "Be brief.\n\nIn French.")
     assert wanted.must_exist and not wanted.carries_history and stream and previous.session_id == "s-1"
+    # Every other member OPENAI-005 serves, `store: true` among them: the same turn.
+    assert responses_request({**body, **STANDARD_RESPONSE_MEMBERS, "store": True}) == (wanted, stream, previous)
     fresh, stream, previous = responses_request(RESPONSES)
     assert (fresh.session_id, fresh.must_exist, stream, previous) == (None, False, False, None)
+
+
+@pytest.mark.covers("OPENAI-001", "OPENAI-005")
+@pytest.mark.parametrize(
+    ("params", "served", "refused"),
+    [
+        ("openai_chat_completion_create_params_non_streaming", CHAT_MEMBERS, CHAT_REFUSED),
+        ("openai_response_create_params_non_streaming", RESPONSE_MEMBERS, RESPONSE_REFUSED),
+    ],
+)
+def test_every_member_the_api_defines_is_decided(params: str, served: set[str], refused: set[str]):
+    """Each member of the official request schema is served (with all or some of its values) or refused: a member a
+    new `openai` release adds is decided, not refused unread as an unknown one."""
+    defined = set(json.loads((spec.OFFICIAL_DIR / f"{params}.json").read_text())["properties"])
+    assert served & refused == set()
+    assert sorted(defined - served - refused) == [] and sorted((served | refused) - defined) == []
 
 
 @pytest.mark.covers("OPENAI-004")
@@ -587,7 +645,7 @@ def test_every_refusal_is_the_clients_own_exception_with_the_contracts_code(live
             OPENAI_ERROR_TYPES[404],
         ),
         (
-            lambda: client.responses.create(model=MODEL, input="x", store=True),
+            lambda: client.responses.create(model=MODEL, input="x", background=True),
             openai.UnprocessableEntityError,
             "unsupported_field",
             OPENAI_ERROR_TYPES[422],

@@ -218,8 +218,8 @@ def _openai_409_retried() -> None:
 
 @mutant(
     "openai-unknown-member-accepted",
-    "a chat completion request member the channel does not take (`logprobs`, `seed`) is ignored, not refused "
-    "`unsupported_field`",
+    "a chat completion request member the channel does not take (`web_search_options`, an unknown member) is "
+    "ignored, not refused `unsupported_field`",
     {"OPENAI-001"},
     {"OPENAI-004"},  # its error rules send such a member, and read the refusal's envelope
     only=(OPENAI,),
@@ -228,6 +228,21 @@ def _openai_unknown_member_accepted() -> None:
     import reference_server.channels.openai_chat as openai_chat
 
     openai_chat.refuse_unknown_members = lambda body, supported: None
+
+
+@mutant(
+    "openai-undeliverable-values-served",
+    "a value asking for what a turn cannot give (`n: 2`, `logprobs: true`, a JSON `response_format`, "
+    "`background: true`, a JSON `text.format`) is ignored and the turn runs, not refused `unsupported_field`",
+    {"OPENAI-001", "OPENAI-005"},
+    only=(OPENAI,),
+)
+def _openai_undeliverable_values_served() -> None:
+    import reference_server.channels.openai_chat as openai_chat
+    import reference_server.channels.openai_responses as openai_responses
+
+    openai_chat.refuse_asked = lambda body, asked: None
+    openai_responses.refuse_asked = lambda body, asked: None
 
 
 @mutant(
@@ -815,8 +830,8 @@ def _channel_refusals_in_openai_envelope() -> None:
 
 @mutant(
     "responses-unknown-member-accepted",
-    "a Responses request member the channel does not take (`reasoning`, `include`) is ignored, not refused "
-    "`unsupported_field`",
+    "a Responses request member the channel does not take (`conversation`, an unknown member) is ignored, not "
+    "refused `unsupported_field`",
     {"OPENAI-005"},
     {"OPENAI-004"},  # channel_openai.errors sends an unsupported member to /responses too
     only=(OPENAI,),

@@ -56,6 +56,26 @@ def _openai_standard_members_refused() -> None:
 
 
 @mutant(
+    "openai-top-p-refused",
+    "the chat endpoint refuses `top_p` with 400, a sampling parameter the API defines (as langgraph-openai-serve 0.31 "
+    "does)",
+    {"OPENAI-PROTO-001"},  # served by the contract too; the suite sends it in the protocol's voice only
+    only=(OPENAI,),
+)
+def _openai_top_p_refused() -> None:
+    import reference_server.channels.openai_chat as openai_chat
+
+    original = openai_chat.chat_request
+
+    def chat_request(body: Any):
+        if isinstance(body, dict) and body.get("top_p") is not None:
+            raise _unsupported_parameter("top_p")
+        return original(body)
+
+    openai_chat.chat_request = chat_request
+
+
+@mutant(
     "openai-chunks-without-usage-null",
     "with `stream_options.include_usage`, the chunks before the usage chunk leave `usage` out instead of `usage: null`",
     {"OPENAI-PROTO-004"},  # "All other chunks will also include a usage field, but with a null value"
@@ -110,6 +130,25 @@ def _responses_max_output_tokens_refused() -> None:
     def responses_request(body: Any):
         if isinstance(body, dict) and body.get("max_output_tokens") is not None:
             raise _unsupported_parameter("max_output_tokens")
+        return original(body)
+
+    openai_responses.responses_request = responses_request
+
+
+@mutant(
+    "responses-top-p-refused",
+    "the Responses endpoint refuses `top_p` with 400, a sampling parameter the API defines",
+    {"OPENAI-PROTO-007"},  # its one standard request carries `top_p` (OPENAI-005 serves it too)
+    only=(OPENAI,),
+)
+def _responses_top_p_refused() -> None:
+    import reference_server.channels.openai_responses as openai_responses
+
+    original = openai_responses.responses_request
+
+    def responses_request(body: Any):
+        if isinstance(body, dict) and body.get("top_p") is not None:
+            raise _unsupported_parameter("top_p")
         return original(body)
 
     openai_responses.responses_request = responses_request

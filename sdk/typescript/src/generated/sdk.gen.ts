@@ -120,7 +120,9 @@ export const abortSessionTurn = <ThrowOnError extends boolean = false>(options: 
  * The copilot's turn over OpenAI Chat Completions (OPENAI-001..004): `openai.OpenAI(base_url=
  * f"{base}{prefix}/openai/v1", api_key=token)` works unchanged. `metadata.session_id` names the session;
  * the answer's `X-Copilot-Session-Id` header tells it. The server runs its tools itself: only the turn's
- * text is sent. Request members outside OPENAI-001's list are refused 422 `unsupported_field`.
+ * text is sent. The request members a one-choice text answer can honour are served (OPENAI-001's list, the
+ * sampling hints among them; only `temperature` is applied); what a turn cannot give (`n` above 1, `logprobs`,
+ * JSON output, audio, a web search) is refused 422 `unsupported_field` naming the member.
  *
  */
 export const openaiChatCompletions = <ThrowOnError extends boolean = false>(options: Options<OpenaiChatCompletionsData, ThrowOnError>): RequestResult<OpenaiChatCompletionsResponses, OpenaiChatCompletionsErrors, ThrowOnError> => (options.client ?? client).post<OpenaiChatCompletionsResponses, OpenaiChatCompletionsErrors, ThrowOnError>({
@@ -138,7 +140,9 @@ export const openaiChatCompletions = <ThrowOnError extends boolean = false>(opti
  *
  * The text subset of the Responses API (OPENAI-005, OPENAI-006): string or message `input`, `instructions`,
  * `stream`, `temperature`, `metadata.session_id`, and `previous_response_id` continuing that response's
- * session. Streamed events carry `event:` lines, as OpenAI's do; there is no `[DONE]`.
+ * session; the sampling, reasoning and caching hints of OPENAI-005's list are served, what a turn cannot give
+ * (`background: true`, JSON output, log probabilities) is refused 422 `unsupported_field`. Streamed events
+ * carry `event:` lines, as OpenAI's do; there is no `[DONE]`.
  *
  */
 export const openaiResponses = <ThrowOnError extends boolean = false>(options: Options<OpenaiResponsesData, ThrowOnError>): RequestResult<OpenaiResponsesResponses, OpenaiResponsesErrors, ThrowOnError> => (options.client ?? client).post<OpenaiResponsesResponses, OpenaiResponsesErrors, ThrowOnError>({
