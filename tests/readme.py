@@ -13,7 +13,13 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 DOCS = README.parent / "docs"
 # The README's long reference parts, each on a page of its own that the README links: their commands and examples
 # are the README's (claimed and run the same way).
-README_PAGES = (DOCS / "gns3-server.md", DOCS / "peers.md", DOCS / "fake-llm.md")
+README_PAGES = (
+    DOCS / "gns3-server.md",
+    DOCS / "peers.md",
+    DOCS / "fake-llm.md",
+    DOCS / "reference-server.md",
+    DOCS / "conformance-suite.md",
+)
 DOCUMENTS = (README, *README_PAGES)
 
 # Sections whose shell blocks a test runs as a whole, in its own way (a README page: its `# title`).
