@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # builds and installs a wheel: left out of `pytho
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "sdk" / "python"
 SDK_README = SDK / "README.md"
-WHEEL = "gns3_copilot_chat_client-1.2.0-py3-none-any.whl"
+WHEEL = "gns3_copilot_chat_client-1.3.0-py3-none-any.whl"
 QUICKSTART_URL = '"http://127.0.0.1:3080"'  # the base URL the README's quick start names
 
 
@@ -72,7 +72,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 def test_the_wheel_holds_the_package_its_types_marker_and_readme(wheel: Path):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        metadata = archive.read("gns3_copilot_chat_client-1.2.0.dist-info/METADATA").decode()
+        metadata = archive.read("gns3_copilot_chat_client-1.3.0.dist-info/METADATA").decode()
     assert {"gns3_copilot_chat_client/__init__.py", "gns3_copilot_chat_client/py.typed"} <= names
     assert not [name for name in names if name.startswith(("tests/", "examples/"))]
     assert "## Quick start" in metadata  # the README is the package's description

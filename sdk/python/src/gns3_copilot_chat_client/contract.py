@@ -2,7 +2,7 @@
 
 """The contract these models and operations were generated from: its version and chat path prefixes."""
 
-CONTRACT_VERSION = "1.2.0"
+CONTRACT_VERSION = "1.3.0"
 
 # The chat API's paths sit under a prefix that depends on the server (x-chat-path-prefix of openapi.yaml);
 # KNOWN_CHAT_PREFIXES maps each prefix in use to the servers that use it.
