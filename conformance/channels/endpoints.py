@@ -200,6 +200,7 @@ class UIStream(Endpoint):
 
     def body(self, message, *, session_id, model, stream=True):
         user = {"id": uuid.uuid4().hex, "role": "user", "parts": [{"type": "text", "text": message}]}
+        # as `ai` 6.0.325's DefaultChatTransport sends a new message (request-bodies.mjs builds it so)
         return {"id": session_id or self.new_session_id(), "messages": [user], "trigger": "submit-message"}
 
     def with_history(self, body, earlier):
@@ -237,9 +238,10 @@ class AgUiRun(Endpoint):
 
     def body(self, message, *, session_id, model, stream=True):
         user = {"id": uuid.uuid4().hex, "role": "user", "content": message}
-        return {
+        return {  # as @ag-ui/client 1.0.0's HttpAgent sends it (request-bodies.mjs builds it so)
             "threadId": session_id or self.new_session_id(),
             "runId": uuid.uuid4().hex,
+            "protocolVersion": "1.0",
             "messages": [user],
             "tools": [],
             "context": [],

@@ -11,6 +11,7 @@ Batch the cases of a check into one call: a node start costs about 0.2 s.
     ui-chat.mjs      ai: AbstractChat + DefaultChatTransport, as useChat drives it
     ag-ui-run.mjs    @ag-ui/client: HttpAgent's pipeline (verification included) over a recorded body
     ui-validate.mjs  ai: safeValidateUIMessages
+    request-bodies.mjs  ai's DefaultChatTransport and @ag-ui/client's HttpAgent: the body each sends, captured
 
 Node missing, the packages not installed, a driver crashing or running past its timeout: RealClientUnavailable,
 the suite's own set-up failing (a HarnessError), never the target's fault.

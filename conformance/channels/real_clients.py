@@ -5,6 +5,9 @@
 - UI message stream: `ai`'s `readUIMessageStream` behind `DefaultChatTransport`'s response parsing (node.py).
 - AG-UI: `@ag-ui/client`'s `HttpAgent` pipeline, verification included (node.py).
 
+And what each of the JavaScript clients sends: the request body `DefaultChatTransport` and `HttpAgent` build for a
+turn, captured before it leaves (request-bodies.mjs), which the checks then send as it is.
+
 A client's rejection is what a user would see fail: the checks report it as a FAIL with the client's own error text.
 """
 
@@ -111,6 +114,27 @@ def ag_ui(cases: list[dict[str, Any]]) -> list[ClientRead]:
             read.error_code = run_error.get("code")
         reads.append(read)
     return reads
+
+
+def request_bodies(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The body the real client builds for each case (js/request-bodies.mjs gives the fields of a case); a client
+    that builds none is the suite's own set-up failing."""
+    results = node.run_driver("request-bodies.mjs", cases)
+    for case, result in zip(cases, results, strict=True):
+        if not result.get("ok"):
+            raise node.RealClientUnavailable(f"the {case['protocol']} client built no request: {result.get('error')}")
+    return [result["request"] for result in results]
+
+
+async def ui_request_bodies(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`DefaultChatTransport`'s body for each {"id", "messages"?, "text", "messageId"?, "body"?}."""
+    return await asyncio.to_thread(request_bodies, [{"protocol": "ui", **case} for case in cases])
+
+
+async def ag_ui_request_bodies(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`HttpAgent`'s RunAgentInput for each {"threadId", "runId", "messages"?, "state"?, "context"?,
+    "forwardedProps"?}."""
+    return await asyncio.to_thread(request_bodies, [{"protocol": "ag_ui", **case} for case in cases])
 
 
 async def read_openai_chat(body: str, model: str) -> ClientRead:

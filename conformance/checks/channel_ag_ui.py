@@ -13,11 +13,12 @@ from typing import Any
 from conformance.channels.aborts import judge_endings
 from conformance.channels.client import ChannelClient
 from conformance.channels.endpoints import ChannelAnswer
-from conformance.channels.real_clients import ClientRead
+from conformance.channels.real_clients import ClientRead, ag_ui_request_bodies
 from conformance.checks import check
 from conformance.checks.blame import unless_blocked
 from conformance.checks.context import CheckContext
 from conformance.checks.support_channels import endpoint, real_client_reads, record, usage_violations
+from conformance.checks.support_requests import REQUEST_RULE, judge_served, refusal, refused, served
 from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.errors import HarnessError
 from conformance.rules import ag_ui as rules_ag_ui
@@ -29,6 +30,14 @@ from conformance.rules.violations import Violation, short
 # With every cut of the deltas providers send (conformance.rules.scenarios.SHAPES).
 SCENARIOS = TURNS
 TEMPERATURE = 0.7
+# What HttpAgent sends besides the thread, run and messages: members the agent does not read (AGUI-PROTO-007), in
+# `forwardedProps` beside the contract's temperature (AGUI-001).
+AGENT_INPUT = {
+    "state": {"conformance": "a state the agent does not read"},
+    "context": [{"description": "conformance context", "value": "context the agent does not read"}],
+    "forwardedProps": {"temperature": TEMPERATURE, "conformance": {"forwarded": True}},
+}
+REQUEST = REQUEST_RULE["ag_ui"]  # AGUI-PROTO-007: the RunAgentInput HttpAgent sends, run
 
 
 def _tool_calls(read: ClientRead) -> list[tuple[Any, Any]]:
@@ -85,22 +94,23 @@ def _event(answer: ChannelAnswer, kinds: tuple[str, ...]) -> dict[str, Any]:
 
 @check("channel_ag_ui.input")
 async def input_(ctx: CheckContext) -> None:
+    """Two runs of one new thread whose RunAgentInput @ag-ui/client's own HttpAgent builds, with a `state`, a `context`
+    and `forwardedProps` the agent does not read (and the contract's temperature among them): each run, not refused
+    (AGUI-PROTO-007, the protocol's); the thread naming the session, made then continued, the run echoed, the
+    temperature the turn's (AGUI-001, the contract's)."""
     chosen = endpoint(ctx, "ag_ui")
     channel = ChannelClient(ctx)
     thread_id = chosen.new_session_id() or str(uuid.uuid4())
-    first_run, second_run = run_tag(ctx, "first"), run_tag(ctx, "second")
-    # A RunAgentInput as HttpAgent sends it, with state and context (ignored) and a temperature in forwardedProps.
-    first = channel.request(chosen, "cs-plain", session_id=thread_id, run=first_run)
-    first |= {
-        "state": {"conformance": "ignored"},
-        "context": [{"description": "ignored by the server", "value": "conformance"}],
-        "forwardedProps": {"temperature": TEMPERATURE},
-    }
+    runs = {label: run_tag(ctx, label) for label in ("first", "second")}
+    plain = expected_turn(ctx.env.scripts, "cs-plain")
+    user = {"id": uuid.uuid4().hex, "role": "user", "content": ctx.message("cs-plain", run=runs["first"])}
+    agent = {"threadId": thread_id, **AGENT_INPUT}
+    (first,) = await ag_ui_request_bodies([{**agent, "runId": uuid.uuid4().hex, "messages": [user]}])
     own = official.errors("ag_ui_run_agent_input", first)
     if own:
-        raise HarnessError(f"the suite's RunAgentInput is invalid: {own}")
+        raise HarnessError(f"the RunAgentInput HttpAgent built is invalid: {own}")
     answer = await channel.post(chosen, first)
-    await unless_blocked(ctx, [Turn(answer, expected_turn(ctx.env.scripts, "cs-plain"), first_run)])
+    await judge_served(ctx, Turn(answer, plain, runs["first"]), "a new thread's run with a state, context and props")
     ctx.findings.require(
         answer.status == 200 and answer.streamed and answer.completed,
         "AGUI-001",
@@ -109,7 +119,7 @@ async def input_(ctx: CheckContext) -> None:
         answer.exchange,
     )
     problems = _echoes(answer, first)
-    generations = await ctx.llm.main_requests(first_run)
+    generations = await ctx.llm.main_requests(runs["first"])
     if not generations:
         problems.append("the first run made no generation of the fake LLM")
     temperatures = {g.get("temperature") for g in generations}
@@ -118,12 +128,18 @@ async def input_(ctx: CheckContext) -> None:
     if overrides and generations and temperatures != {TEMPERATURE}:
         problems.append(f"forwardedProps.temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
 
-    # The same thread again, with the conversation as HttpAgent keeps it: the session continues.
-    second = channel.request(chosen, "cs-plain", session_id=thread_id, run=second_run)
-    assistant = {"id": uuid.uuid4().hex, "role": "assistant", "content": answer.text}
-    second["messages"] = first["messages"] + [assistant] + second["messages"]
+    # The same thread again, with the conversation as HttpAgent keeps it (its messages and the run's new ones, as
+    # the client applied the events): the session continues.
+    (read,) = await real_client_reads(ctx, [answer])
+    kept = read.detail.get("newMessages") if read.ok else None
+    if not isinstance(kept, list) or not kept:
+        kept = [{"id": uuid.uuid4().hex, "role": "assistant", "content": answer.text}]
+    user = {"id": uuid.uuid4().hex, "role": "user", "content": ctx.message("cs-plain", run=runs["second"])}
+    (second,) = await ag_ui_request_bodies(
+        [{**agent, "runId": uuid.uuid4().hex, "messages": [*first["messages"], *kept, user]}]
+    )
     again = await channel.post(chosen, second)
-    await unless_blocked(ctx, [Turn(again, expected_turn(ctx.env.scripts, "cs-plain"), second_run)])
+    await judge_served(ctx, Turn(again, plain, runs["second"]), "the thread's next run")
     ctx.findings.require(
         again.status == 200 and again.streamed and again.completed,
         "AGUI-001",
@@ -131,12 +147,12 @@ async def input_(ctx: CheckContext) -> None:
         again.exchange,
     )
     problems += _echoes(again, second)
-    sent = [json.dumps(g.get("messages")) for g in await ctx.llm.main_requests(second_run)]
+    sent = [json.dumps(g.get("messages")) for g in await ctx.llm.main_requests(runs["second"])]
     if not sent:
         problems.append("the second run made no generation of the fake LLM")
-    elif not all(first_run in text for text in sent):
+    elif not all(runs["first"] in text for text in sent):
         problems.append(
-            f"the second run's generations do not carry the first one (its message tagged {first_run}): "
+            f"the second run's generations do not carry the first one (its message tagged {runs['first']}): "
             "the thread's session was not continued"
         )
     ctx.findings.expect("AGUI-001", not problems, "; ".join(problems), answer.exchange, again.exchange)
@@ -162,12 +178,10 @@ async def run(ctx: CheckContext) -> None:
     judged = []
     for turn, why in zip(turns, whys, strict=True):
         answer = turn.answer
+        if served(answer):  # the RunAgentInput HttpAgent sends, run (AGUI-PROTO-007)
+            ctx.findings.passed(REQUEST, answer.exchange)
         if answer.status != 200 or not answer.streamed or not answer.completed:
-            # A 200 that is no event stream breaks the protocol; a refusal or a stream cut short, the contract's run.
-            requirement = "AGUI-PROTO-001" if answer.status == 200 and answer.completed else "AGUI-002"
-            ended = "" if answer.completed else " (the stream did not end)"
-            message = f"the run was not streamed{ended}: {answer.describe()}"
-            record(ctx, [Violation(requirement, message)], answer, set())
+            record(ctx, [not_streamed(answer)], answer, set())
             continue
         judged.append((turn, why))
     reads = await real_client_reads(ctx, [turn.answer for turn, _why in judged])
@@ -179,6 +193,19 @@ async def run(ctx: CheckContext) -> None:
         record(ctx, found, turn.answer, set(rules_ag_ui.JUDGED))
     if len(judged) < len(turns):
         ctx.findings.not_testable("AGUI-003", "some runs were not streamed: how they end could not be judged")
+    if REQUEST not in ctx.findings.judged():
+        ctx.findings.not_testable(REQUEST, "no run was answered with a stream or refused: nothing shows the request")
+
+
+def not_streamed(answer: ChannelAnswer) -> Violation:
+    """A run answered with no complete stream: a 200 that is no event stream breaks the protocol (AGUI-PROTO-001),
+    and so does a refusal (4xx) of the RunAgentInput HttpAgent sends (AGUI-PROTO-007); a server error or a stream
+    cut short, the contract's run (AGUI-002)."""
+    if refused(answer):
+        return refusal(answer, "a run's RunAgentInput")
+    requirement = "AGUI-PROTO-001" if answer.status == 200 and answer.completed else "AGUI-002"
+    ended = "" if answer.completed else " (the stream did not end)"
+    return Violation(requirement, f"the run was not streamed{ended}: {answer.describe()}")
 
 
 async def _run_error_usage(ctx: CheckContext, turn: Turn) -> list[Violation]:

@@ -14,11 +14,12 @@ from conformance.channels import node
 from conformance.channels.aborts import judge_endings
 from conformance.channels.client import ChannelClient
 from conformance.channels.endpoints import ChannelAnswer
-from conformance.channels.real_clients import ClientRead
+from conformance.channels.real_clients import ClientRead, ui_request_bodies
 from conformance.checks import check
 from conformance.checks.blame import unless_blocked
 from conformance.checks.context import CheckContext
 from conformance.checks.support_channels import endpoint, real_client_reads, record
+from conformance.checks.support_requests import REQUEST_RULE, judge_served, refusal, refused, served
 from conformance.checks.turns import Turn, post_turn, run_tag
 from conformance.errors import BlockedBy, NotTestable
 from conformance.rules import official
@@ -34,6 +35,7 @@ SCENARIOS = TURNS
 TEMPERATURE = 0.7
 # What channel_ui.stream judges over each streamed turn: the protocol's own rules, then the contract's additions.
 JUDGED = rules_ui_protocol.RULES | rules_ui.RULES
+REQUEST = REQUEST_RULE["ui"]  # UI-PROTO-006: the body DefaultChatTransport sends, served
 
 
 def _label(script: str) -> str:
@@ -96,14 +98,17 @@ def _error_texts(answer: ChannelAnswer) -> list[str]:
 
 def not_streamed(answer: ChannelAnswer) -> Violation:
     """A turn answered with no complete stream. A 200 that is no event stream, or a stream that never ends, is not a
-    UI message stream (UI-PROTO-001); a refusal the protocol allows (any HTTP error), so it is the contract's: the
-    contract streams every turn of its mapping (UI-003)."""
+    UI message stream (UI-PROTO-001); a refusal (4xx) of the body DefaultChatTransport sends is the protocol's too
+    (UI-PROTO-006); any other answer (a server error) the contract's, which streams every turn of its mapping
+    (UI-003)."""
     if answer.status == 200:
         ended = "" if answer.completed else ": the stream did not end (no data: [DONE])"
         return Violation(
             "UI-PROTO-001", f"the turn was not streamed as a UI message stream{ended}: {answer.describe()}"
         )
-    return Violation("UI-003", f"the turn was refused, not streamed: {answer.describe()}")
+    if refused(answer):
+        return refusal(answer, "a turn's message")
+    return Violation("UI-003", f"the turn was not streamed: {answer.describe()}")
 
 
 async def validate_ui_messages(messages: list[Any]) -> list[dict[str, Any]]:
@@ -114,44 +119,49 @@ async def validate_ui_messages(messages: list[Any]) -> list[dict[str, Any]]:
 
 @check("channel_ui.request")
 async def request(ctx: CheckContext) -> None:
+    """Three requests whose bodies `ai`'s own DefaultChatTransport builds: a new chat's first message, then the same
+    chat's next message resubmitted edited (`messageId` names it), each served, not refused (UI-PROTO-006, the
+    protocol's), the chat id naming the session, made then continued (UI-001, the contract's); then a new chat whose
+    transport adds a temperature and members the protocol does not define (its `body` option): the contract's own
+    (UI-001, INPUT-003, INPUT-008), so sent apart."""
     chosen = endpoint(ctx, "ui")
     channel = ChannelClient(ctx)
-    session_id = chosen.new_session_id() or str(uuid.uuid4())
-    first_run, second_run = run_tag(ctx, "first"), run_tag(ctx, "second")
-    # The body DefaultChatTransport sends, with a temperature and members the contract does not know (ignored).
-    first = channel.request(chosen, "cs-plain", session_id=session_id, run=first_run)
-    first |= {"temperature": TEMPERATURE, "conformanceUnknown": {"ignored": True}, "headers": {"x": "y"}}
+    session_id, other_chat = chosen.new_session_id() or str(uuid.uuid4()), chosen.new_session_id() or str(uuid.uuid4())
+    runs = {label: run_tag(ctx, label) for label in ("first", "second", "extras")}
+    texts = {label: ctx.message("cs-plain", run=run) for label, run in runs.items()}
+    plain = expected_turn(ctx.env.scripts, "cs-plain")
+    extras = {"temperature": TEMPERATURE, "conformanceUnknown": {"ignored": True}, "headers": {"x": "y"}}
+    first, third = await ui_request_bodies(
+        [{"id": session_id, "text": texts["first"]}, {"id": other_chat, "text": texts["extras"], "body": extras}]
+    )
     answer = await channel.post(chosen, first)
-    await unless_blocked(ctx, [Turn(answer, expected_turn(ctx.env.scripts, "cs-plain"), first_run)])
+    await judge_served(ctx, Turn(answer, plain, runs["first"]), "a new chat's first message")
     ctx.findings.require(
         answer.status == 200 and answer.streamed and answer.completed,
         "UI-001",
-        f"a DefaultChatTransport body with an unused chat id, a temperature and unknown members was not answered "
-        f"with a stream: {answer.describe()}",
+        f"a new chat's first message was not answered with a stream: {answer.describe()}",
         answer.exchange,
     )
     problems = []
     named = chosen.protocol_session_id(answer) or answer.session_id
     if named != session_id:
         problems.append(f"the chat id {session_id!r} should name the new session; the answer names {named!r}")
-    generations = await ctx.llm.main_requests(first_run)
-    if not generations:
+    if not await ctx.llm.main_requests(runs["first"]):
         problems.append("the first turn made no generation of the fake LLM")
-    temperatures = {g.get("temperature") for g in generations}
-    # INPUT-003: the request's temperature is used only by a target with the capability temperature_override.
-    overrides = "temperature_override" in ctx.target.capabilities
-    if overrides and generations and temperatures != {TEMPERATURE}:
-        problems.append(f"the request's temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
 
-    # The same chat id again, with the conversation as useChat keeps it: the session continues.
-    previous = first["messages"] + [
-        {"id": uuid.uuid4().hex, "role": "assistant", "parts": [{"type": "text", "text": answer.text}]}
-    ]
-    second = channel.request(chosen, "cs-plain", session_id=session_id, run=second_run)
-    second["messages"] = previous + second["messages"]
-    second["messageId"] = second["messages"][-1]["id"]
+    # The same chat's next message, with the conversation as the chat keeps it (the answer as `ai` assembled it),
+    # resubmitted edited, as after a request that failed: the session continues.
+    (read,) = await real_client_reads(ctx, [answer])
+    assembled = read.detail.get("message") if read.ok else None
+    if not isinstance(assembled, dict):
+        assembled = {"id": uuid.uuid4().hex, "role": "assistant", "parts": [{"type": "text", "text": answer.text}]}
+    draft = {"id": uuid.uuid4().hex, "role": "user", "parts": [{"type": "text", "text": "A draft"}]}
+    chat = [*first["messages"], assembled, draft]
+    (second,) = await ui_request_bodies(
+        [{"id": session_id, "messages": chat, "text": texts["second"], "messageId": draft["id"]}]
+    )
     again = await channel.post(chosen, second)
-    await unless_blocked(ctx, [Turn(again, expected_turn(ctx.env.scripts, "cs-plain"), second_run)])
+    await judge_served(ctx, Turn(again, plain, runs["second"]), "the chat's next message, resubmitted edited")
     ctx.findings.require(
         again.status == 200 and again.streamed and again.completed,
         "UI-001",
@@ -161,15 +171,33 @@ async def request(ctx: CheckContext) -> None:
     named = chosen.protocol_session_id(again) or again.session_id
     if named != session_id:
         problems.append(f"the second request's chat id {session_id!r} should continue it; the answer names {named!r}")
-    sent = [json.dumps(g.get("messages")) for g in await ctx.llm.main_requests(second_run)]
+    sent = [json.dumps(g.get("messages")) for g in await ctx.llm.main_requests(runs["second"])]
     if not sent:
         problems.append("the second turn made no generation of the fake LLM")
-    elif not all(first_run in text for text in sent):
+    elif not all(runs["first"] in text for text in sent):
         problems.append(
-            f"the second turn's generations do not carry the first turn (its message tagged {first_run}): "
+            f"the second turn's generations do not carry the first turn (its message tagged {runs['first']}): "
             "the session was not continued"
         )
-    ctx.findings.expect("UI-001", not problems, "; ".join(problems), answer.exchange, again.exchange)
+
+    # The application's own members: the contract's temperature and members it does not know (ignored).
+    added = await channel.post(chosen, third)
+    await unless_blocked(ctx, [Turn(added, plain, runs["extras"])])
+    ctx.findings.require(
+        added.status == 200 and added.streamed and added.completed,
+        "UI-001",
+        f"a new chat's message with a temperature and unknown members in the transport's body was not answered "
+        f"with a stream: {added.describe()}",
+        added.exchange,
+    )
+    generations = await ctx.llm.main_requests(runs["extras"])
+    temperatures = {g.get("temperature") for g in generations}
+    if not generations:
+        problems.append("the turn with a temperature made no generation of the fake LLM")
+    # INPUT-003: the request's temperature is used only by a target with the capability temperature_override.
+    elif "temperature_override" in ctx.target.capabilities and temperatures != {TEMPERATURE}:
+        problems.append(f"the request's temperature {TEMPERATURE} reached the LLM as {sorted(map(str, temperatures))}")
+    ctx.findings.expect("UI-001", not problems, "; ".join(problems), answer.exchange, again.exchange, added.exchange)
 
 
 @check("channel_ui.stream")
@@ -181,6 +209,8 @@ async def stream(ctx: CheckContext) -> None:
     judged = []
     for turn, why in zip(turns, whys, strict=True):
         answer = turn.answer
+        if served(answer):  # the body DefaultChatTransport sends for a message, served (UI-PROTO-006)
+            ctx.findings.passed(REQUEST, answer.exchange)
         if answer.status != 200 or not answer.streamed or not answer.completed:
             record(ctx, [not_streamed(answer)], answer, set())
             continue
@@ -193,6 +223,8 @@ async def stream(ctx: CheckContext) -> None:
         record(ctx, found, turn.answer, JUDGED)
     if len(judged) < len(turns):
         ctx.findings.not_testable("UI-003", "some turns were not streamed: their chunks could not be judged")
+    if REQUEST not in ctx.findings.judged():
+        ctx.findings.not_testable(REQUEST, "no turn was answered with a stream or refused: nothing shows the request")
 
 
 @check("channel_ui.aborted", slow=True, raced=("UI-003",), needs=("channel_gns3", "abort"), slow_tool=True)

@@ -1,8 +1,9 @@
 """AG-UI 1.0, as `@ag-ui/client`'s `HttpAgent` runs it (spec/behaviour.md, "AG-UI channel": AGUI-001..003, and
-"AG-UI protocol": AGUI-PROTO-001..005, the protocol's own rules that the contract's mapping keeps).
+"AG-UI protocol": AGUI-PROTO-001..007, the protocol's own rules that the contract's mapping keeps).
 
 `AgUiStream` is the pure translation of a turn's contract events into AG-UI events (AGUI-002, AGUI-003); the
-route reads a `RunAgentInput` (AGUI-001) and starts the turn with the shared core (CHANNEL-002).
+route runs a `RunAgentInput` (AGUI-PROTO-007) as the contract maps it (AGUI-001) and starts the turn with the shared
+core (CHANNEL-002).
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ class AgUiStream:
         return [*events, {**finished, "usage": usage}]
 
 
-# --- The request (AGUI-001) ---
+# --- The request (AGUI-PROTO-007, mapped by AGUI-001) ---
 
 
 class _Loose(BaseModel):
@@ -224,8 +225,8 @@ class AgUiMessage(_Loose):
 
 class RunAgentInput(_Loose):
     """AG-UI 1.0's RunAgentInput (`@ag-ui/core` RunAgentInputSchema): `threadId`, `runId` and `messages` are
-    required; `state` and `context` are ignored (AGUI-001); unknown members are kept by AG-UI and ignored here. The
-    contract bounds the messages and the run ids (CHANNEL-011)."""
+    required; `state` and `context` are ignored, whatever they hold (AGUI-PROTO-007, AGUI-001); unknown members are
+    kept by AG-UI and ignored here. The contract bounds the messages and the run ids (CHANNEL-011)."""
 
     thread_id: Annotated[str, Field(alias="threadId")]
     run_id: Annotated[str, Field(alias="runId", max_length=AG_UI_RUN_ID_MAX_LENGTH)]  # echoed: bounded (CHANNEL-011)

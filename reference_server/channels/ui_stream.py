@@ -1,10 +1,10 @@
 """The Vercel AI SDK UI message stream, protocol v1, as `useChat` with `DefaultChatTransport` consumes it
-(spec/behaviour.md, "UI message stream channel": UI-001..004, and "UI message stream protocol": UI-PROTO-001..004,
+(spec/behaviour.md, "UI message stream channel": UI-001..004, and "UI message stream protocol": UI-PROTO-001..006,
 the protocol's own rules that the contract's mapping keeps).
 
 `UiMessageStream` is the pure translation of a turn's contract events into UI message chunks (UI-002, UI-003);
-the routes read the body of `DefaultChatTransport` (UI-001), start the turn with the shared core (CHANNEL-002)
-and serve the session's history as UIMessage[] (UI-004, ui_messages.py).
+the routes serve the body of `DefaultChatTransport` (UI-PROTO-006) as the contract maps it (UI-001), start the
+turn with the shared core (CHANNEL-002) and serve the session's history as UIMessage[] (UI-004, ui_messages.py).
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ class UiMessageStream:
         return chunks
 
 
-# --- The request (UI-001) ---
+# --- The request (UI-PROTO-006, mapped by UI-001) ---
 
 
 class UiTextPart(BaseModel):
@@ -256,7 +256,8 @@ class UiMessageIn(BaseModel):
 
 
 class UiChatRequest(BaseModel):
-    """The body of `DefaultChatTransport` (UI-001); other members are ignored (INPUT-008)."""
+    """The body of `DefaultChatTransport`, served whatever its own members hold (UI-PROTO-006); mapped by UI-001, other
+    members are ignored (INPUT-008)."""
 
     model_config = ConfigDict(extra="allow")
     id: str

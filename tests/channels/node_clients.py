@@ -7,6 +7,8 @@ skip.
     ui_chat([{"url": u, "token": t, "id": chat_id, "messages": ["hi", ...]}])   ai: AbstractChat + DefaultChatTransport
     ag_ui_run([{"body": sse_text, "threadId": ..., "runId": ..., "messages": [...]}])   @ag-ui/client: HttpAgent
     ui_validate([{"messages": [...]}])              ai: safeValidateUIMessages
+    request_bodies([{"protocol": "ui", "id": chat_id, "text": "hi", ...}, {"protocol": "ag_ui", ...}])
+                                                    the body DefaultChatTransport / HttpAgent sends, captured
 """
 
 from __future__ import annotations
@@ -40,3 +42,7 @@ def ag_ui_run(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> 
 
 def ui_validate(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
     return run_driver("ui-validate.mjs", cases, timeout)
+
+
+def request_bodies(cases: list[dict[str, Any]], timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+    return run_driver("request-bodies.mjs", cases, timeout)

@@ -188,7 +188,9 @@ def tokens(live: LiveLab, session_id: str) -> tuple[int, int]:
     return (session["input_tokens"], session["output_tokens"]) if session else (0, 0)
 
 
-@pytest.mark.covers("AGUI-001", "AGUI-002", "AGUI-003", "CHANNEL-002", "CHANNEL-008", "AGUI-PROTO-001")
+@pytest.mark.covers(
+    "AGUI-001", "AGUI-002", "AGUI-003", "CHANNEL-002", "CHANNEL-008", "AGUI-PROTO-001", "AGUI-PROTO-007"
+)
 def test_http_agent_runs_live_tool_turns_and_the_usage_is_the_sessions_increase(live: LiveLab):
     thread = f"agui-{uuid.uuid4().hex[:8]}"
     first_user = {"id": "u1", "role": "user", "content": "the topology? [[fake-llm:tool-round-trip]]"}
@@ -201,12 +203,20 @@ def test_http_agent_runs_live_tool_turns_and_the_usage_is_the_sessions_increase(
         "content": [{"type": "text", "text": "again [[fake-llm:tool-round-trip]]"}],
     }
     base = {"url": live.url(CHANNEL), "headers": live.headers, "threadId": thread}
+    # The first run carries a state, context entries and forwardedProps the server does not read: run all the same
+    # (AGUI-PROTO-007); the temperature among the props is the contract's (AGUI-001).
+    unread = {
+        "state": {"selectedRouter": "r1"},
+        "context": [{"description": "the user's locale", "value": "en-GB"}],
+        "forwardedProps": {"temperature": 0.5, "theme": "dark"},
+    }
     first, second = ag_ui_run(
         [
-            {**base, "runId": "run-1", "messages": [first_user], "forwardedProps": {"temperature": 0.5}},
+            {**base, "runId": "run-1", "messages": [first_user], **unread},
             {**base, "runId": "run-2", "messages": [*earlier, second_user]},
         ]
     )
+    assert first["request"]["state"] == unread["state"] and first["request"]["context"] == unread["context"]
     usages = []
     for result, run_id in ((first, "run-1"), (second, "run-2")):
         assert result["ok"], (result["error"], result["stderr"])

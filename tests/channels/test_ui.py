@@ -20,7 +20,7 @@ from reference_server.channels.ui_stream import TurnOutcome, UiMessageStream
 from tools.channel_requests import ui
 
 from .conftest import LiveLab
-from .node_clients import ui_chat, ui_read, ui_validate
+from .node_clients import request_bodies, ui_chat, ui_read, ui_validate
 
 S = "ui-unit"
 UI_PATH = CHANNEL_PATHS["ui"]  # the channel under the chat prefix (CHANNEL-001)
@@ -353,6 +353,39 @@ def test_use_chat_drives_two_turns_and_the_history_shows_both(live: LiveLab):
     assert errors("ai_ui_messages", messages) == []
     validated = ui_validate([{"messages": messages}])[0]
     assert validated["ok"], validated["error"]
+
+
+@pytest.mark.covers("UI-PROTO-006", "UI-001", "CHANNEL-004")
+def test_the_bodies_default_chat_transport_builds_are_served_a_resubmitted_edit_too(live: LiveLab):
+    """`ai`'s own transport builds each body: a new chat's message, then the chat's last user message resubmitted
+    edited (`messageId` names it, as after a failed request); both are served, the second continuing the session."""
+    session_id = f"ui-bodies-{uuid.uuid4().hex[:8]}"
+    (first,) = request_bodies([{"protocol": "ui", "id": session_id, "text": "hello [[fake-llm:plain]]"}])
+    assert set(first["request"]) == {"id", "messages", "trigger"}, first
+    response = post_ui(live, first["request"])
+    assert response.status_code == 200 and response.headers["x-copilot-session-id"] == session_id, response.text
+    assistant = ui_read([{"body": response.text}])[0]["message"]
+    draft = {"id": "draft-1", "role": "user", "parts": [{"type": "text", "text": "a draft"}]}
+    chat = [*first["request"]["messages"], assistant, draft]
+    (second,) = request_bodies(
+        [
+            {
+                "protocol": "ui",
+                "id": session_id,
+                "messages": chat,
+                "text": "again [[fake-llm:plain]]",
+                "messageId": "draft-1",
+            }
+        ]
+    )
+    assert second["request"]["messageId"] == "draft-1" and second["request"]["trigger"] == "submit-message"
+    again = post_ui(live, second["request"])
+    assert again.status_code == 200 and again.headers["x-copilot-session-id"] == session_id, again.text
+    assert types(chunks(again.text))[-1] == "finish"
+    assert [m["content"] for m in live.history(session_id) if m["role"] == "user"] == [
+        "hello [[fake-llm:plain]]",
+        "again [[fake-llm:plain]]",
+    ]
 
 
 @pytest.mark.covers("UI-003", "CHANNEL-005", "CHANNEL-007", "CHANNEL-009", "CONCURRENCY-001")

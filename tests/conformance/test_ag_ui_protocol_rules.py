@@ -5,14 +5,18 @@ official validator (verifyEvents, in HttpAgent's pipeline) runs over such bodies
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from conformance.channels import real_clients
-from conformance.checks.channel_ag_ui import client_violations
+from conformance.channels.endpoints import STREAMING, ChannelAnswer
+from conformance.checks.channel_ag_ui import client_violations, not_streamed
 from conformance.rules import ag_ui as rules_ag_ui
 from conformance.rules import ag_ui_protocol
+from conformance.transport.exchanges import Exchange
+from conformance.transport.sse import parse
 from tests.conformance.test_rules_ag_ui import drop, edit, events, expected, golden, inserting, render, setting
 
 P, T, M = "plain-answer", "tool-round-trip", "mid-stream-error"
@@ -158,3 +162,21 @@ def test_the_official_validator_runs_over_each_body_and_its_rejection_names_the_
         found = client_violations(read, expected(name))
         assert [v.requirement for v in found] == [requirement], (case, [str(v) for v in found])
         assert read.error and read.error.split(": ", 1)[1] in found[0].message, case
+
+
+def test_a_refused_run_agent_input_is_the_protocols_a_server_error_the_contracts():
+    """channel_ag_ui.run on a run not streamed: a 4xx refusal of the RunAgentInput HttpAgent sends is AGUI-PROTO-007's,
+    with the answer as evidence; a server error or a stream cut short the contract's run (AGUI-002); a 200 that is no
+    event stream breaks AGUI-PROTO-001."""
+
+    def answer(status: int, body: str = "", streamed: bool = False, completed: bool = True) -> ChannelAnswer:
+        exchange = Exchange("POST", "http://target/ag-ui", json.dumps({"threadId": "t"}), status=status, body=body)
+        sse = parse(body) if streamed else None
+        return ChannelAnswer(STREAMING["ag_ui"], exchange, sse=sse, completed=completed, raw=body)
+
+    refused = not_streamed(answer(422, '{"detail": "state: this agent takes no state"}'))
+    assert refused.requirement == "AGUI-PROTO-007"
+    assert "HttpAgent" in refused.message and "422" in refused.message and "takes no state" in refused.message
+    assert not_streamed(answer(500, "Internal Server Error")).requirement == "AGUI-002"
+    assert not_streamed(answer(200, 'data: {"type": "RUN_STARTED"}\n\n', True, False)).requirement == "AGUI-002"
+    assert not_streamed(answer(200, "{}")).requirement == "AGUI-PROTO-001"

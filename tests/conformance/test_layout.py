@@ -17,7 +17,7 @@ from conformance.checks import AREAS, PARTS, area_of, load_all
 CHECKS_DIR = Path(__file__).resolve().parents[2] / "conformance" / "checks"
 MAX_LINES = 450
 API = {"__init__", "context", "recorder", "turns", "blame"}
-SUPPORT = {"support", "support_stats", "support_channels"}
+SUPPORT = {"support", "support_stats", "support_channels", "support_requests"}
 NOT_AREAS = API | SUPPORT
 
 

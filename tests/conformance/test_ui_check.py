@@ -1,5 +1,5 @@
 """channel_ui.stream in two voices (conformance/checks/channel_ui.py): it records a finding for every rule it lists
-(the protocol's UI-PROTO-001..004 and the contract's UI-002, UI-003); `ai`'s own reader's rejection of a stream is
+(the protocol's UI-PROTO-001..006 and the contract's UI-002, UI-003); `ai`'s own reader's rejection of a stream is
 the protocol's verdict in `ai`'s words, while what `ai` assembled against the script is the contract's."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def answer(body: str, status: int = 200, completed: bool = True, streamed: bool 
 def test_the_stream_check_judges_every_rule_it_lists():
     listed = set(requirements_of_checks()["channel_ui.stream"])
     assert {"UI-PROTO-001", "UI-PROTO-002", "UI-PROTO-003", "UI-PROTO-004", "UI-002", "UI-003"} <= listed
-    assert channel_ui.JUDGED == listed
+    assert channel_ui.JUDGED | {channel_ui.REQUEST} == listed  # UI-PROTO-006: each turn's request served or refused
 
 
 def test_a_rejection_by_ais_reader_is_the_protocols():
@@ -64,7 +64,11 @@ def test_what_ai_assembled_against_the_script_is_the_contracts():
 
 
 def test_an_answer_not_streamed_is_judged_in_the_right_voice():
-    """A refusal (an HTTP error the protocol allows) is the contract's; a 200 that never ends is no UI stream."""
-    assert channel_ui.not_streamed(answer("", status=400, streamed=False)).requirement == "UI-003"
+    """A refusal (4xx) of the body DefaultChatTransport sends is the protocol's (UI-PROTO-006), a server error the
+    contract's (it streams every turn); a 200 that never ends is no UI stream."""
+    refused = channel_ui.not_streamed(answer('{"code": "validation_error"}', status=422, streamed=False))
+    assert refused.requirement == "UI-PROTO-006" and "DefaultChatTransport" in refused.message
+    assert "422" in refused.message  # the evidence: the answer itself
+    assert channel_ui.not_streamed(answer("", status=500, streamed=False)).requirement == "UI-003"
     assert channel_ui.not_streamed(answer("data: {}\n\n", completed=False)).requirement == "UI-PROTO-001"
     assert channel_ui.not_streamed(answer("{}", streamed=False)).requirement == "UI-PROTO-001"

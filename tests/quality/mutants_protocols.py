@@ -177,6 +177,30 @@ def _responses_created_not_created_at() -> None:
 
 
 @mutant(
+    "ui-message-id-refused",
+    "the UI endpoint refuses a body that carries `messageId` with 422, as a request schema that knows only `id`, "
+    "`messages` and `trigger` does (DefaultChatTransport sends it when the user resubmits a message edited)",
+    {"UI-PROTO-006"},  # a member DefaultChatTransport sends, refused
+    # channel_ui.request stops at that refusal (the chat's next message): the session's continuation by the chat id,
+    # which the contract judges on that very request, is not reached (NOT TESTABLE)
+    {"UI-001"},
+    only=(UI,),
+)
+def _ui_message_id_refused() -> None:
+    import reference_server.channels.ui_stream as ui_stream
+    from reference_server.errors import invalid_field
+
+    original = ui_stream.turn_request
+
+    def turn_request(body):
+        if body.messageId is not None:
+            raise invalid_field(["body", "messageId"], "Extra inputs are not permitted", "extra_forbidden")
+        return original(body)
+
+    ui_stream.turn_request = turn_request
+
+
+@mutant(
     "ui-text-delta-before-start",
     "a text part's first text-delta comes before its text-start",
     {"UI-PROTO-002"},  # a text-delta of no open text part (`ai`: "Received text-delta for missing text part")
@@ -240,6 +264,31 @@ def _ui_no_start_chunk() -> None:
 
 
 # --- AG-UI --------------------------------------------------------------------------------------------------------
+
+
+@mutant(
+    "agui-state-context-refused",
+    "the AG-UI endpoint refuses a RunAgentInput whose `state` or `context` is not empty with 422, as an agent "
+    "that takes neither does (HttpAgent sends the agent's state and the application's context on every run)",
+    {"AGUI-PROTO-007"},  # a RunAgentInput valid against RunAgentInputSchema, without tools, refused
+    # channel_ag_ui.input stops at that refusal (a new thread's first run): the contract's mapping of the run (the
+    # thread as the session, the run echoed, the temperature) is not reached (NOT TESTABLE)
+    {"AGUI-001"},
+    only=(AG_UI,),
+)
+def _agui_state_context_refused() -> None:
+    import reference_server.channels.ag_ui as ag_ui
+    from reference_server.errors import invalid_field
+
+    original = ag_ui.turn_request
+
+    def turn_request(body):
+        for name, value in (("state", body.state), ("context", body.context)):
+            if value:
+                raise invalid_field(["body", name], f"this agent takes no {name}", "value_error")
+        return original(body)
+
+    ag_ui.turn_request = turn_request
 
 
 def _rewrite_ag_ui_events(change) -> None:

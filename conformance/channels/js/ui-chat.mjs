@@ -1,10 +1,6 @@
-// A live conversation driven by npm `ai`'s own chat client, the code `useChat` runs, without React.
-//
-// `ai` 6 exports the framework-free chat as `AbstractChat` (src/ui/chat.ts); it needs only a `ChatState`
-// (status, error, messages, pushMessage, popMessage, replaceMessage, snapshot). @ai-sdk/react's `Chat` is
-// `AbstractChat` plus a React-subscribable state; here the state is a plain object, and `snapshot` is
-// `structuredClone`, as in the React one. The transport is `new DefaultChatTransport({api: url, headers:
-// {Authorization: "Bearer " + token}, body?})`, exactly as a `useChat({transport})` user writes it.
+// A live conversation driven by npm `ai`'s own chat client, the code `useChat` runs, without React (_chat.mjs).
+// The transport is `new DefaultChatTransport({api: url, headers: {Authorization: "Bearer " + token},
+// body?})`, exactly as a `useChat({transport})` user writes it.
 //
 // A case: {"url", "token"?, "id" (the chat id), "messages": ["text", ...], "headers"?, "body"?, "timeoutMs"?}.
 // Each text is sent with `chat.sendMessage({text})`; the next one only once the status is "ready" or
@@ -12,34 +8,9 @@
 // Result: {ok (status "ready" at the end), status, error (the chat's error message, or null), messages (the
 // chat's final UIMessage[]), responses: [{status, headers}] (one per request, recorded by a wrapping fetch
 // that changes nothing), requests: [the JSON bodies sent]}.
-import { AbstractChat, DefaultChatTransport } from "ai";
+import { DefaultChatTransport } from "ai";
+import { Chat } from "./_chat.mjs";
 import { errorInfo, headersObject, plain, runCases } from "./_io.mjs";
-
-class PlainChatState {
-  constructor() {
-    this.status = "ready";
-    this.error = undefined;
-    this.messages = [];
-  }
-  pushMessage(message) {
-    this.messages = this.messages.concat(message);
-  }
-  popMessage() {
-    this.messages = this.messages.slice(0, -1);
-  }
-  replaceMessage(index, message) {
-    this.messages = [...this.messages.slice(0, index), this.snapshot(message), ...this.messages.slice(index + 1)];
-  }
-  snapshot(thing) {
-    return structuredClone(thing);
-  }
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    super({ ...init, state: new PlainChatState() });
-  }
-}
 
 const settled = (chat, deadline) =>
   new Promise((resolve, reject) => {
