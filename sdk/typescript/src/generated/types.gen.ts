@@ -27906,6 +27906,12 @@ export type OpenaiListModelsErrors = {
      * CHANNEL-005): the `openai` client raises its exception for the status, with `code` as its `.code`.
      *
      */
+    413: OpenAiErrorBody;
+    /**
+     * Every refusal on the OpenAI channel, in OpenAI's error body, with the contract's status and code (OPENAI-004,
+     * CHANNEL-005): the `openai` client raises its exception for the status, with `code` as its `.code`.
+     *
+     */
     503: OpenAiErrorBody;
 };
 
@@ -28032,6 +28038,13 @@ export type UiSessionMessagesErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28135,6 +28148,18 @@ export type GetVersionData = {
     url: '/v3/version';
 };
 
+export type GetVersionErrors = {
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+};
+
+export type GetVersionError = GetVersionErrors[keyof GetVersionErrors];
+
 export type GetVersionResponses = {
     /**
      * The version.
@@ -28167,6 +28192,13 @@ export type AuthenticateErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
@@ -28204,6 +28236,13 @@ export type GetCurrentUserErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type GetCurrentUserError = GetCurrentUserErrors[keyof GetCurrentUserErrors];
@@ -28233,6 +28272,13 @@ export type ListProjectsErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type ListProjectsError = ListProjectsErrors[keyof ListProjectsErrors];
@@ -28285,6 +28331,13 @@ export type CreateProjectErrors = {
      *
      */
     409: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
@@ -28340,6 +28393,13 @@ export type DeleteProjectErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28393,6 +28453,13 @@ export type GetProjectErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
@@ -28448,6 +28515,13 @@ export type OpenProjectErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28502,6 +28576,13 @@ export type CloseProjectErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28555,6 +28636,13 @@ export type ListLlmModelConfigsErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type ListLlmModelConfigsError = ListLlmModelConfigsErrors[keyof ListLlmModelConfigsErrors];
@@ -28613,6 +28701,13 @@ export type CreateLlmModelConfigErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28670,6 +28765,13 @@ export type DeleteLlmModelConfigErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type DeleteLlmModelConfigError = DeleteLlmModelConfigErrors[keyof DeleteLlmModelConfigErrors];
@@ -28739,6 +28841,13 @@ export type UpdateLlmModelConfigErrors = {
      *
      */
     409: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
