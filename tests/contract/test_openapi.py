@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 from unittest.mock import ANY
@@ -187,8 +188,12 @@ def test_the_controller_operations_a_client_needs_are_in_their_own_tag_outside_t
         "updateLlmModelConfig",
         "deleteLlmModelConfig",
         "updateUser",
+        "deleteUser",
+        "listAces",
         "createAce",
+        "getAce",
         "updateAce",
+        "deleteAce",
     }
     assert ("post", "/v3/projects/{project_id}/open") in controller  # not re-rooted with the chat prefix
     for (method, path), operation in controller.items():
@@ -239,6 +244,46 @@ def test_channel_operations_answer_in_their_protocols_error_shapes():
                 )
                 assert all(ref.endswith(expected) for ref in refs), (path, status, refs)
     assert spec.without_channels(document)["components"].get("responses", {}).get("OpenAIError") is None
+
+
+def test_every_operation_documents_the_size_refusal():
+    """The 413 of INPUT-010 may answer any request, before authentication (tests/hostile/test_inputs.py sends one to
+    every endpoint): every operation lists it, so that a tool judging answers by the document takes it."""
+    document = spec.load_openapi()
+    missing = [
+        op["operationId"]
+        for item in document["paths"].values()
+        for method, op in item.items()
+        if method in HTTP_METHODS and "413" not in op["responses"]
+    ]
+    assert not missing, missing
+
+
+def test_links_name_an_operation_and_a_member_of_the_answer():
+    """Each link (what stateful tools follow) fills exactly the target's path parameters, each from a required member
+    of the answer it leaves from or a path parameter of the request."""
+    document = spec.load_openapi()
+    paths = {
+        op["operationId"]: path
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+        if method in HTTP_METHODS
+    }
+    links = 0
+    for path, item in document["paths"].items():
+        for op in (op for method, op in item.items() if method in HTTP_METHODS):
+            for status, response in op["responses"].items():
+                for name, link in _deref(document, response).get("links", {}).items():
+                    target_path = paths[link["operationId"]]
+                    assert set(link["parameters"]) == set(re.findall(r"{(\w+)}", target_path)), (name, target_path)
+                    body = _deref(document, response)["content"]["application/json"]["schema"]["$ref"]
+                    required = spec.load_document(spec.SPEC_DIR / body)["required"]
+                    for value in link["parameters"].values():
+                        member = value.removeprefix("$response.body#/")
+                        asked = value.removeprefix("$request.path.")  # the same parameter of the request sent
+                        assert member in required or asked in re.findall(r"{(\w+)}", path), (path, status, value)
+                    links += 1
+    assert links >= 6  # a project made, and an LLM configuration made, lead to the operations on them
 
 
 def test_every_example_validates():

@@ -6,7 +6,8 @@ content type, headers and schema; negative data refused, positive data taken); n
 Schemathesis reads spec/openapi.yaml, the OpenAPI 3.2 contract: it validates each SSE frame of a stream against
 `itemSchema` (`ChatStreamFrame`, whose `data` is checked as JSON against the event union). The 3.1 copy in generated/
 cannot serve it: its `schema` is the event union, which no raw frame matches (tools/derive_openapi31.py).
-Derandomized: every run sends the same requests. The contract has no links, hence the state machine here.
+Derandomized: every run sends the same requests. The contract's links lead from a project or an LLM configuration
+made, none to a session (a stream names its session inside the stream): hence the state machine here.
 """
 
 from __future__ import annotations
@@ -82,7 +83,9 @@ def _events(text: str) -> list[dict[str, Any]]:
 
 def _operations() -> list[tuple[str, bool]]:
     """(operationId, whether a negative case exists: something to make invalid, a parameter, a body or a token),
-    for the GNS3 chat API and the controller: the channels answer in their protocols' shapes (spec.CHANNEL_TAG)."""
+    for the GNS3 chat API and the controller. The channels (spec.CHANNEL_TAG) are left to the stock run, which sends
+    them in every phase with the statuses spec/schemathesis.toml allows (test_stock_schemathesis.py): here, in the
+    quick subset, their turns took some 20 s beside this module's 30 s, for cases of the same kind."""
     document = spec.load_openapi()
     found = []
     for item in document["paths"].values():

@@ -49,7 +49,9 @@ _LIST_LLM_MODEL_CONFIGS: TypeAdapter[LlmModelConfigList] = TypeAdapter(LlmModelC
 _CREATE_LLM_MODEL_CONFIG: TypeAdapter[LlmModelConfig] = TypeAdapter(LlmModelConfig)
 _UPDATE_LLM_MODEL_CONFIG: TypeAdapter[LlmModelConfig] = TypeAdapter(LlmModelConfig)
 _UPDATE_USER: TypeAdapter[User] = TypeAdapter(User)
+_LIST_ACES: TypeAdapter[list[Ace]] = TypeAdapter(list[Ace])
 _CREATE_ACE: TypeAdapter[Ace] = TypeAdapter(Ace)
+_GET_ACE: TypeAdapter[Ace] = TypeAdapter(Ace)
 _UPDATE_ACE: TypeAdapter[Ace] = TypeAdapter(Ace)
 
 
@@ -269,11 +271,31 @@ class SyncOperations(ABC):
         assert answer is not None  # a success of this operation always has a body
         return answer
 
+    def delete_user(self, user_id: str) -> None:
+        """Remove a user (an administrator's call) (DELETE /v3/access/users/{user_id}; 204)."""
+        self._call(Request("DELETE", "/v3/access/users/{user_id}", False, {"user_id": user_id}, {}, None), None)
+
+    def list_aces(self) -> list[Ace]:
+        """Every access control entry (an administrator's call) (GET /v3/access/acl; 200)."""
+        answer = self._call(Request("GET", "/v3/access/acl", False, {}, {}, None), _LIST_ACES)
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
     def create_ace(self, body: AceFields) -> Ace:
         """Give a user a role on a resource path, or deny it there (an administrator's call) (POST /v3/access/acl; 201)."""
         answer = self._call(Request("POST", "/v3/access/acl", False, {}, {}, body), _CREATE_ACE)
         assert answer is not None  # a success of this operation always has a body
         return answer
+
+    def get_ace(self, ace_id: str) -> Ace:
+        """One access control entry (an administrator's call) (GET /v3/access/acl/{ace_id}; 200)."""
+        answer = self._call(Request("GET", "/v3/access/acl/{ace_id}", False, {"ace_id": ace_id}, {}, None), _GET_ACE)
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    def delete_ace(self, ace_id: str) -> None:
+        """Remove an access control entry (an administrator's call) (DELETE /v3/access/acl/{ace_id}; 204)."""
+        self._call(Request("DELETE", "/v3/access/acl/{ace_id}", False, {"ace_id": ace_id}, {}, None), None)
 
     def update_ace(self, ace_id: str, body: AceFields) -> Ace:
         """Change an access control entry (an administrator's call) (PUT /v3/access/acl/{ace_id}; 200)."""
@@ -504,11 +526,33 @@ class AsyncOperations(ABC):
         assert answer is not None  # a success of this operation always has a body
         return answer
 
+    async def delete_user(self, user_id: str) -> None:
+        """Remove a user (an administrator's call) (DELETE /v3/access/users/{user_id}; 204)."""
+        await self._call(Request("DELETE", "/v3/access/users/{user_id}", False, {"user_id": user_id}, {}, None), None)
+
+    async def list_aces(self) -> list[Ace]:
+        """Every access control entry (an administrator's call) (GET /v3/access/acl; 200)."""
+        answer = await self._call(Request("GET", "/v3/access/acl", False, {}, {}, None), _LIST_ACES)
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
     async def create_ace(self, body: AceFields) -> Ace:
         """Give a user a role on a resource path, or deny it there (an administrator's call) (POST /v3/access/acl; 201)."""
         answer = await self._call(Request("POST", "/v3/access/acl", False, {}, {}, body), _CREATE_ACE)
         assert answer is not None  # a success of this operation always has a body
         return answer
+
+    async def get_ace(self, ace_id: str) -> Ace:
+        """One access control entry (an administrator's call) (GET /v3/access/acl/{ace_id}; 200)."""
+        answer = await self._call(
+            Request("GET", "/v3/access/acl/{ace_id}", False, {"ace_id": ace_id}, {}, None), _GET_ACE
+        )
+        assert answer is not None  # a success of this operation always has a body
+        return answer
+
+    async def delete_ace(self, ace_id: str) -> None:
+        """Remove an access control entry (an administrator's call) (DELETE /v3/access/acl/{ace_id}; 204)."""
+        await self._call(Request("DELETE", "/v3/access/acl/{ace_id}", False, {"ace_id": ace_id}, {}, None), None)
 
     async def update_ace(self, ace_id: str, body: AceFields) -> Ace:
         """Change an access control entry (an administrator's call) (PUT /v3/access/acl/{ace_id}; 200)."""

@@ -2,7 +2,7 @@
 
 import { client } from './client.gen.js';
 import type { Client, ClientMeta, Options as Options2, RequestResult, ServerSentEventsResult, TDataShape } from './client/index.js';
-import type { AbortSessionTurnData, AbortSessionTurnErrors, AbortSessionTurnResponses, AgUiRunData, AgUiRunErrors, AgUiRunResponse, AgUiRunResponses, AuthenticateData, AuthenticateErrors, AuthenticateResponses, CloseProjectData, CloseProjectErrors, CloseProjectResponses, CreateAceData, CreateAceErrors, CreateAceResponses, CreateLlmModelConfigData, CreateLlmModelConfigErrors, CreateLlmModelConfigResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, DeleteLlmModelConfigData, DeleteLlmModelConfigErrors, DeleteLlmModelConfigResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, GetCurrentUserData, GetCurrentUserErrors, GetCurrentUserResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetVersionData, GetVersionResponses, ListLlmModelConfigsData, ListLlmModelConfigsErrors, ListLlmModelConfigsResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, OpenaiChatCompletionsData, OpenaiChatCompletionsErrors, OpenaiChatCompletionsResponses, OpenaiListModelsData, OpenaiListModelsErrors, OpenaiListModelsResponses, OpenaiResponsesData, OpenaiResponsesErrors, OpenaiResponsesResponses, OpenProjectData, OpenProjectErrors, OpenProjectResponses, PinSessionData, PinSessionErrors, PinSessionResponses, RenameSessionData, RenameSessionErrors, RenameSessionResponses, StreamChatData, StreamChatErrors, StreamChatResponse, StreamChatResponses, UiMessageStreamData, UiMessageStreamErrors, UiMessageStreamResponse, UiMessageStreamResponses, UiSessionMessagesData, UiSessionMessagesErrors, UiSessionMessagesResponses, UnpinSessionData, UnpinSessionErrors, UnpinSessionResponses, UpdateAceData, UpdateAceErrors, UpdateAceResponses, UpdateLlmModelConfigData, UpdateLlmModelConfigErrors, UpdateLlmModelConfigResponses, UpdateUserData, UpdateUserErrors, UpdateUserResponses } from './types.gen.js';
+import type { AbortSessionTurnData, AbortSessionTurnErrors, AbortSessionTurnResponses, AgUiRunData, AgUiRunErrors, AgUiRunResponse, AgUiRunResponses, AuthenticateData, AuthenticateErrors, AuthenticateResponses, CloseProjectData, CloseProjectErrors, CloseProjectResponses, CreateAceData, CreateAceErrors, CreateAceResponses, CreateLlmModelConfigData, CreateLlmModelConfigErrors, CreateLlmModelConfigResponses, CreateProjectData, CreateProjectErrors, CreateProjectResponses, DeleteAceData, DeleteAceErrors, DeleteAceResponses, DeleteLlmModelConfigData, DeleteLlmModelConfigErrors, DeleteLlmModelConfigResponses, DeleteProjectData, DeleteProjectErrors, DeleteProjectResponses, DeleteSessionData, DeleteSessionErrors, DeleteSessionResponses, DeleteUserData, DeleteUserErrors, DeleteUserResponses, GetAceData, GetAceErrors, GetAceResponses, GetCurrentUserData, GetCurrentUserErrors, GetCurrentUserResponses, GetProjectData, GetProjectErrors, GetProjectResponses, GetSessionHistoryData, GetSessionHistoryErrors, GetSessionHistoryResponses, GetVersionData, GetVersionErrors, GetVersionResponses, ListAcesData, ListAcesErrors, ListAcesResponses, ListLlmModelConfigsData, ListLlmModelConfigsErrors, ListLlmModelConfigsResponses, ListProjectsData, ListProjectsErrors, ListProjectsResponses, ListSessionsData, ListSessionsErrors, ListSessionsResponses, OpenaiChatCompletionsData, OpenaiChatCompletionsErrors, OpenaiChatCompletionsResponses, OpenaiListModelsData, OpenaiListModelsErrors, OpenaiListModelsResponses, OpenaiResponsesData, OpenaiResponsesErrors, OpenaiResponsesResponses, OpenProjectData, OpenProjectErrors, OpenProjectResponses, PinSessionData, PinSessionErrors, PinSessionResponses, RenameSessionData, RenameSessionErrors, RenameSessionResponses, StreamChatData, StreamChatErrors, StreamChatResponse, StreamChatResponses, UiMessageStreamData, UiMessageStreamErrors, UiMessageStreamResponse, UiMessageStreamResponses, UiSessionMessagesData, UiSessionMessagesErrors, UiSessionMessagesResponses, UnpinSessionData, UnpinSessionErrors, UnpinSessionResponses, UpdateAceData, UpdateAceErrors, UpdateAceResponses, UpdateLlmModelConfigData, UpdateLlmModelConfigErrors, UpdateLlmModelConfigResponses, UpdateUserData, UpdateUserErrors, UpdateUserResponses } from './types.gen.js';
 
 export type Options<TData extends TDataShape = TDataShape, ThrowOnError extends boolean = boolean, TResponse = unknown> = Options2<TData, ThrowOnError, TResponse> & {
     /**
@@ -213,7 +213,7 @@ export const agUiRun = <ThrowOnError extends boolean = false>(options: Options<A
 /**
  * The controller's version (no token needed); a client polls it until the server is up
  */
-export const getVersion = <ThrowOnError extends boolean = false>(options?: Options<GetVersionData, ThrowOnError>): RequestResult<GetVersionResponses, unknown, ThrowOnError> => (options?.client ?? client).get<GetVersionResponses, unknown, ThrowOnError>({ url: '/v3/version', ...options });
+export const getVersion = <ThrowOnError extends boolean = false>(options?: Options<GetVersionData, ThrowOnError>): RequestResult<GetVersionResponses, GetVersionErrors, ThrowOnError> => (options?.client ?? client).get<GetVersionResponses, GetVersionErrors, ThrowOnError>({ url: '/v3/version', ...options });
 
 /**
  * Log in with a user name and password; the access token authorizes every other call
@@ -345,6 +345,18 @@ export const updateLlmModelConfig = <ThrowOnError extends boolean = false>(optio
 });
 
 /**
+ * Remove a user (an administrator's call)
+ *
+ * gns3-server's user deletion: superadmins only, and a superadmin cannot remove itself (403).
+ *
+ */
+export const deleteUser = <ThrowOnError extends boolean = false>(options: Options<DeleteUserData, ThrowOnError>): RequestResult<DeleteUserResponses, DeleteUserErrors, ThrowOnError> => (options.client ?? client).delete<DeleteUserResponses, DeleteUserErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/users/{user_id}',
+    ...options
+});
+
+/**
  * Change some fields of a user (the user's own, or any user's for an administrator)
  *
  * gns3-server's user update. Users change their own fields but `is_active`; an administrator changes any
@@ -366,6 +378,17 @@ export const updateUser = <ThrowOnError extends boolean = false>(options: Option
 });
 
 /**
+ * Every access control entry (an administrator's call)
+ *
+ * gns3-server's ACL listing (it asks for `ACE.Audit`).
+ */
+export const listAces = <ThrowOnError extends boolean = false>(options?: Options<ListAcesData, ThrowOnError>): RequestResult<ListAcesResponses, ListAcesErrors, ThrowOnError> => (options?.client ?? client).get<ListAcesResponses, ListAcesErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/acl',
+    ...options
+});
+
+/**
  * Give a user a role on a resource path, or deny it there (an administrator's call)
  *
  * gns3-server's ACL entry creation (it asks for the privilege `ACE.Allocate`). The path is checked before the
@@ -383,6 +406,24 @@ export const createAce = <ThrowOnError extends boolean = false>(options: Options
         'Content-Type': 'application/json',
         ...options.headers
     }
+});
+
+/**
+ * Remove an access control entry (an administrator's call)
+ */
+export const deleteAce = <ThrowOnError extends boolean = false>(options: Options<DeleteAceData, ThrowOnError>): RequestResult<DeleteAceResponses, DeleteAceErrors, ThrowOnError> => (options.client ?? client).delete<DeleteAceResponses, DeleteAceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/acl/{ace_id}',
+    ...options
+});
+
+/**
+ * One access control entry (an administrator's call)
+ */
+export const getAce = <ThrowOnError extends boolean = false>(options: Options<GetAceData, ThrowOnError>): RequestResult<GetAceResponses, GetAceErrors, ThrowOnError> => (options.client ?? client).get<GetAceResponses, GetAceErrors, ThrowOnError>({
+    security: [{ scheme: 'bearer', type: 'http' }],
+    url: '/v3/access/acl/{ace_id}',
+    ...options
 });
 
 /**

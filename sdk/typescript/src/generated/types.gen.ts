@@ -68,6 +68,13 @@ export type AceFields = {
     role_id: string;
 };
 
+/**
+ * AceList
+ *
+ * `GET /v3/access/acl`: every access control entry (an administrator's call).
+ */
+export type AceList = Array<Ace>;
+
 export type AgUiEvent = {
     messageId: string;
     metadata?: unknown;
@@ -27977,6 +27984,12 @@ export type OpenaiListModelsErrors = {
      * CHANNEL-005): the `openai` client raises its exception for the status, with `code` as its `.code`.
      *
      */
+    413: OpenAiErrorBody;
+    /**
+     * Every refusal on the OpenAI channel, in OpenAI's error body, with the contract's status and code (OPENAI-004,
+     * CHANNEL-005): the `openai` client raises its exception for the status, with `code` as its `.code`.
+     *
+     */
     503: OpenAiErrorBody;
 };
 
@@ -28103,6 +28116,13 @@ export type UiSessionMessagesErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28206,6 +28226,18 @@ export type GetVersionData = {
     url: '/v3/version';
 };
 
+export type GetVersionErrors = {
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+};
+
+export type GetVersionError = GetVersionErrors[keyof GetVersionErrors];
+
 export type GetVersionResponses = {
     /**
      * The version.
@@ -28238,6 +28270,13 @@ export type AuthenticateErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
@@ -28275,6 +28314,13 @@ export type GetCurrentUserErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type GetCurrentUserError = GetCurrentUserErrors[keyof GetCurrentUserErrors];
@@ -28304,6 +28350,13 @@ export type ListProjectsErrors = {
      *
      */
     401: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type ListProjectsError = ListProjectsErrors[keyof ListProjectsErrors];
@@ -28356,6 +28409,13 @@ export type CreateProjectErrors = {
      *
      */
     409: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
@@ -28411,6 +28471,13 @@ export type DeleteProjectErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28464,6 +28531,13 @@ export type GetProjectErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
@@ -28519,6 +28593,13 @@ export type OpenProjectErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28573,6 +28654,13 @@ export type CloseProjectErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28626,6 +28714,13 @@ export type ListLlmModelConfigsErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type ListLlmModelConfigsError = ListLlmModelConfigsErrors[keyof ListLlmModelConfigsErrors];
@@ -28684,6 +28779,13 @@ export type CreateLlmModelConfigErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28741,6 +28843,13 @@ export type DeleteLlmModelConfigErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
 };
 
 export type DeleteLlmModelConfigError = DeleteLlmModelConfigErrors[keyof DeleteLlmModelConfigErrors];
@@ -28811,6 +28920,13 @@ export type UpdateLlmModelConfigErrors = {
      */
     409: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28826,6 +28942,63 @@ export type UpdateLlmModelConfigResponses = {
 };
 
 export type UpdateLlmModelConfigResponse = UpdateLlmModelConfigResponses[keyof UpdateLlmModelConfigResponses];
+
+export type DeleteUserData = {
+    body?: never;
+    path: {
+        /**
+         * The controller user (`user_id` of `GET /v3/access/users/me`).
+         */
+        user_id: string;
+    };
+    query?: never;
+    url: '/v3/access/users/{user_id}';
+};
+
+export type DeleteUserErrors = {
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+};
+
+export type DeleteUserError = DeleteUserErrors[keyof DeleteUserErrors];
+
+export type DeleteUserResponses = {
+    /**
+     * The user is gone.
+     */
+    204: void;
+};
+
+export type DeleteUserResponse = DeleteUserResponses[keyof DeleteUserResponses];
 
 export type UpdateUserData = {
     body: UserUpdate;
@@ -28869,6 +29042,13 @@ export type UpdateUserErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28890,6 +29070,50 @@ export type UpdateUserResponses = {
 };
 
 export type UpdateUserResponse = UpdateUserResponses[keyof UpdateUserResponses];
+
+export type ListAcesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v3/access/acl';
+};
+
+export type ListAcesErrors = {
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+};
+
+export type ListAcesError = ListAcesErrors[keyof ListAcesErrors];
+
+export type ListAcesResponses = {
+    /**
+     * The entries.
+     */
+    200: AceList;
+};
+
+export type ListAcesResponse = ListAcesResponses[keyof ListAcesResponses];
 
 export type CreateAceData = {
     body: AceFields;
@@ -28931,6 +29155,13 @@ export type CreateAceErrors = {
      */
     404: ErrorBody;
     /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+    /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
     422: ValidationErrorBody;
@@ -28946,6 +29177,120 @@ export type CreateAceResponses = {
 };
 
 export type CreateAceResponse = CreateAceResponses[keyof CreateAceResponses];
+
+export type DeleteAceData = {
+    body?: never;
+    path: {
+        /**
+         * The access control entry.
+         */
+        ace_id: string;
+    };
+    query?: never;
+    url: '/v3/access/acl/{ace_id}';
+};
+
+export type DeleteAceErrors = {
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+};
+
+export type DeleteAceError = DeleteAceErrors[keyof DeleteAceErrors];
+
+export type DeleteAceResponses = {
+    /**
+     * The entry is gone.
+     */
+    204: void;
+};
+
+export type DeleteAceResponse = DeleteAceResponses[keyof DeleteAceResponses];
+
+export type GetAceData = {
+    body?: never;
+    path: {
+        /**
+         * The access control entry.
+         */
+        ace_id: string;
+    };
+    query?: never;
+    url: '/v3/access/acl/{ace_id}';
+};
+
+export type GetAceErrors = {
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    401: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    403: ErrorBody;
+    /**
+     * A refusal by the controller (tag `controller`), in the contract's error body: 401 without a valid token or
+     * for a refused login (one answer for every reason), 403 without the privilege, 404 for an unknown project,
+     * user, role, access entry or configuration, 409 for a project name in use or a configuration change that would leave it one
+     * creation would refuse.
+     *
+     */
+    404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
+};
+
+export type GetAceError = GetAceErrors[keyof GetAceErrors];
+
+export type GetAceResponses = {
+    /**
+     * The entry.
+     */
+    200: Ace;
+};
+
+export type GetAceResponse = GetAceResponses[keyof GetAceResponses];
 
 export type UpdateAceData = {
     body: AceFields;
@@ -28991,6 +29336,13 @@ export type UpdateAceErrors = {
      *
      */
     404: ErrorBody;
+    /**
+     * The request body is larger than the implementation's limit (INPUT-010, code `payload_too_large`; the
+     * reference server's limit is 2 MiB, which the longest valid message fits in whatever its escaping). It may be
+     * answered before authentication, without reading the body.
+     *
+     */
+    413: ErrorBody;
     /**
      * Invalid path, query or body value (INPUT-007), with field-level details.
      */
