@@ -64,6 +64,7 @@ AREAS: dict[str, str] = {
 # table-driven check whose table spans the rules of several areas (conformance/rules/session_states.py).
 PARTS: dict[str, str] = {
     "access_creation": "access",  # creating projects, ACCESS-005 (access.py holds the other access rules)
+    "access_paths": "access",  # the paths of access entries, ACCESS-006
     "boundaries": "inputs",  # every bound of openapi.yaml's requests (conformance/rules/boundaries.py)
     "channel_bounds": "channels",  # the bounds of the channels' requests (spec/channels/request-bounds.json)
     "channel_disconnects": "channels",  # CHANNEL-009's disconnects, streamed or not
