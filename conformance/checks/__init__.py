@@ -65,6 +65,7 @@ AREAS: dict[str, str] = {
 PARTS: dict[str, str] = {
     "access_creation": "access",  # creating projects, ACCESS-005 (access.py holds the other access rules)
     "access_entries": "access",  # the entries beyond a grant on the project, on the chat, controller and channels
+    "access_paths": "access",  # the paths of access entries, ACCESS-006
     "boundaries": "inputs",  # every bound of openapi.yaml's requests (conformance/rules/boundaries.py)
     "channel_bounds": "channels",  # the bounds of the channels' requests (spec/channels/request-bounds.json)
     "channel_disconnects": "channels",  # CHANNEL-009's disconnects, streamed or not

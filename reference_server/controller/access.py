@@ -34,7 +34,7 @@ RESOURCE_PATH = re.compile(rf"/|/projects|/projects/{UUID_PATTERN}")
 
 def canonical_path(path: str) -> str | None:
     """The resource path an entry is kept under, or None when it names none: a project id in its canonical form,
-    lower case, as projects are named (an entry written with another case would never match; issue 34)."""
+    lower case, as projects are named (an entry written with another case would never match; issue 34, ACCESS-006)."""
     if not RESOURCE_PATH.fullmatch(path):
         return None
     return path.lower()

@@ -41,6 +41,8 @@ def _access(request: Request) -> AccessControl:
 
 
 async def _checked(body: AceFields, request: Request) -> AceFields:
+    """The entry as it is kept, checked on creation and on change alike (ACCESS-006: gns3-server checks the path on
+    creation only)."""
     path = canonical_path(body.path)
     if path is None:
         raise ApiError(

@@ -164,7 +164,7 @@ class UserUpdate(StrictBody):
 
 async def _check_current_password(user: User, current: str | None, request: Request) -> None:
     """A user's own password change gives the current password; wrong ones are throttled as failed logins are (the
-    same limit and window, per user), so that a stolen token cannot guess it without end (issue 34)."""
+    same limit and window, per user), so that a stolen token cannot guess it without end (issue 34, CONTROLLER-002)."""
     if current is None:
         raise invalid_field(["body", "current_password"], "your current password is needed to change it", "missing")
     throttle = _throttle(request, "password_change_throttle")

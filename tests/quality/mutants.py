@@ -635,3 +635,4 @@ from . import mutants_channel_states  # noqa: E402, F401, I001  (the channels in
 from . import mutants_states  # noqa: E402, F401, I001  (the session operations in each state: sessions.states)
 from . import mutants_tools  # noqa: E402, F401, I001  (tools that raise, are slow, or are unknown)
 from . import mutants_channel_bounds  # noqa: E402, F401, I001  (the channels' request bounds, CHANNEL-011)
+from . import mutants_controller_writes  # noqa: E402, F401, I001  (access entries' paths, own password changes)

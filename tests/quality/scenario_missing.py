@@ -46,10 +46,12 @@ SCENARIO_MISSING: dict[str, Missing] = {
     "access.controller": _blocked(),
     "access.entries": _blocked(),
     "access.project_creation": _always("its scenario is projects created by a user of the check's, no model needed"),
+    "access.entry_paths": _always("its scenario is entries the administrator writes, and a project read; no model"),
     # Its busy session is the owner's slow turn running: with the model down no turn runs (a user without an LLM
     # configuration is still refused for access, which needs no model).
     "access.precedence": Missing(LLM_DOWN, reason_has="the session was not busy"),
     "controller_api.answers": _always("the controller's answers are the subject; no turn is involved"),
+    "controller_api.password_change": _always("its scenario is a user's password changes and log-ins; no turn"),
     # The race needs a turn running in its silence; no turn runs with the model down.
     "concurrency.busy": _blocked(),
     "concurrency.busy_new_session": _blocked(),
