@@ -123,6 +123,12 @@ async def busy_across(ctx: CheckContext) -> None:
     await running
     if not overlapped and any(turn.answer.status == 200 for turn in others):
         raise NotTestable(f"the slow turn on {first.name} ended before the other requests were answered")
+    openai = [turn for turn in others if turn.answer.endpoint.name in NOT_RETRIED]
+    if openai and not any(turn.answer.status == 409 for turn in openai):
+        ctx.findings.not_testable(
+            "OPENAI-004",
+            "no OpenAI endpoint answered 409 session_busy (CHANNEL-005's): no 409 to read x-should-retry on",
+        )
     for turn in others:
         for requirement in ("CHANNEL-002", "CHANNEL-005"):
             judge_refusal(ctx, requirement, turn.answer, 409, "session_busy", f"while {first.name} ran a turn")

@@ -39,9 +39,10 @@ def test_a_target_file_for_a_server_with_its_defaults_gives_the_same_verdicts(tm
     # is left.
     assert over_http.cleanup is not None and not over_http.cleanup.kept and over_http.cleanup.left == []
     # main, other, no_llm, the stranger, the user controller_api.answers gives an LLM configuration of its own, and
-    # one each of access.precedence (without an LLM configuration), access.entries (for its entries) and
-    # access.project_creation (who creates projects)
-    assert over_http.cleanup.removed["user"] == 8 and over_http.cleanup.removed["project"] > 50
+    # one each of access.precedence (without an LLM configuration), access.entries (for its entries),
+    # access.project_creation (who creates projects), access.entry_paths (whose entries it writes) and
+    # controller_api.password_change (who changes their password)
+    assert over_http.cleanup.removed["user"] == 10 and over_http.cleanup.removed["project"] > 50
     assert over_http.cleanup.removed["ace"] == 3  # main, other and no_llm on /projects; the stranger has none
     assert left_on_server == {"users": ["admin"], "projects": []}
     assert not list((tmp_path / "data" / "projects").iterdir())
