@@ -48,6 +48,20 @@ def ahead_of(item: pytest.Item) -> Callable[[], object] | None:
     return which(callspec.params) if which is not None and callspec is not None else None
 
 
+_started: list[Future] = []  # the works started ahead, until settle() sees them done
+
+
 def start_ahead(call: Callable[[], object]) -> None:
     """Run `call` in the background; what it makes is kept by `once`, and what it raises is raised to the test."""
-    _ahead.submit(call)
+    with _lock:
+        _started.append(_ahead.submit(call))
+
+
+def settle() -> None:
+    """Wait until no work started ahead is under way. A test that changes the process (monkeypatch: an environment
+    variable, the working folder, a module's attribute) runs alone in it: a run beside it would read what it set (a
+    mutant's run found no real clients while tests/conformance/test_real_clients_needed.py hid them)."""
+    with _lock:
+        started, _started[:] = list(_started), []
+    for future in started:
+        future.exception()  # done, whatever it raised: that is for the test reading the work

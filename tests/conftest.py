@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ahead import ahead_of, start_ahead
+from tests.ahead import ahead_of, settle, start_ahead
 from tests.postgres import postgres_server, postgres_url  # noqa: F401 - PostgreSQL fixtures for every test
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """Before a test runs, the work the next test reads starts in the background (tests/ahead.py)."""
-    if nextitem is not None and (ahead := ahead_of(nextitem)) is not None:
+    """Before a test runs, the work the next test reads starts in the background (tests/ahead.py); a test that
+    patches the process (monkeypatch) runs with no such work beside it, and starts none."""
+    if "monkeypatch" in getattr(item, "fixturenames", ()):
+        settle()
+    elif nextitem is not None and (ahead := ahead_of(nextitem)) is not None:
         start_ahead(ahead)
     yield

@@ -78,3 +78,36 @@ def test_the_work_of_a_test_is_what_its_module_names():
     assert ahead_of(SimpleNamespace(module=module, originalname="test_other", callspec=item.callspec)) is None
     assert ahead_of(SimpleNamespace(module=module, originalname="test_run")) is None  # not parametrized
     assert ahead_of(SimpleNamespace(originalname="test_run")) is None  # no module: a doctest, say
+
+
+def test_settle_returns_once_the_work_started_ahead_is_done():
+    """What a test that patches the process waits for (tests/conftest.py): every work under way, whatever it raised."""
+    from tests.ahead import settle
+
+    released, finished = threading.Event(), []
+
+    def work(raises: bool) -> None:
+        released.wait(10)
+        finished.append(raises)
+        if raises:
+            raise RuntimeError("for the test that reads it")
+
+    start_ahead(lambda: work(False))
+    start_ahead(lambda: work(True))
+    threading.Timer(0.3, released.set).start()
+    settle()
+    assert sorted(finished) == [False, True]
+
+
+def test_a_test_that_patches_the_process_starts_no_work_beside_it(monkeypatch):
+    """The hook: a monkeypatch test settles and starts nothing for its next test; any other starts the next one's."""
+    import tests.conftest as conftest
+
+    calls: list[str] = []
+    monkeypatch.setattr(conftest, "settle", lambda: calls.append("settle"))
+    monkeypatch.setattr(conftest, "start_ahead", lambda call: calls.append("start"))
+    monkeypatch.setattr(conftest, "ahead_of", lambda item: lambda: None)
+    for fixtures in (("monkeypatch", "tmp_path"), ("tmp_path",)):
+        protocol = conftest.pytest_runtest_protocol(SimpleNamespace(fixturenames=fixtures), SimpleNamespace())
+        next(protocol)
+    assert calls == ["settle", "start"]
