@@ -8,6 +8,7 @@ from __future__ import annotations
 from conformance.channels.endpoints import ChannelAnswer
 from conformance.checks.blame import unless_blocked
 from conformance.checks.context import CheckContext
+from conformance.checks.support_channels import refused_before_stream
 from conformance.checks.turns import Turn
 from conformance.rules.violations import Violation
 
@@ -17,8 +18,8 @@ SENDER = {"ui": "`ai`'s DefaultChatTransport", "ag_ui": "@ag-ui/client's HttpAge
 
 
 def refused(answer: ChannelAnswer) -> bool:
-    """Refused before any stream: a 4xx answer. (A 5xx, or no answer at all, is no refusal of what was sent.)"""
-    return answer.status is not None and 400 <= answer.status < 500 and not answer.streamed
+    """Refused before any stream, with a 4xx. (A 5xx, or no answer at all, is no refusal of what was sent.)"""
+    return refused_before_stream(answer) and 400 <= answer.status < 500
 
 
 def served(answer: ChannelAnswer) -> bool:
