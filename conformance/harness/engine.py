@@ -41,8 +41,18 @@ def run_suite(
     alone_attempts: int = ALONE_ATTEMPTS,
 ) -> RunResult:
     """`run`, from code that is not async (the front-ends, a user's script)."""
-    options = {"on_check_done": on_check_done, "profile": profile, "alone_attempts": alone_attempts}
-    return asyncio.run(run(target, jobs=jobs, only=only, seed=seed, keep=keep, **options))
+    return asyncio.run(
+        run(
+            target,
+            jobs=jobs,
+            only=only,
+            seed=seed,
+            keep=keep,
+            on_check_done=on_check_done,
+            profile=profile,
+            alone_attempts=alone_attempts,
+        )
+    )
 
 
 async def run(
@@ -73,8 +83,9 @@ async def run(
     chosen = select(only, profile)  # SelectionError: the caller's usage error, before anything starts
     require_real_clients(chosen, target)  # ClientsMissing: likewise
     try:
-        options = (seed, keep, on_check_done, workdir, alone_attempts)
-        result = await _run(target, jobs, chosen, bool(only), *options, started, started_at)
+        result = await _run(
+            target, jobs, chosen, bool(only), seed, keep, on_check_done, workdir, alone_attempts, started, started_at
+        )
     except TargetError:  # the target file is wrong (preflight): a usage error for the caller, not a verdict
         raise
     except HarnessError as exc:  # the fake LLM or the target did not start, provisioning failed
